@@ -1,0 +1,89 @@
+/* Kernel introspection and the attach-method chain shared by modules. */
+#include "virt.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+static bool path_exists(const char *fmt, const char *a, const char *b)
+{
+	char path[512];
+	struct stat st;
+
+	snprintf(path, sizeof(path), fmt, a, b);
+	return stat(path, &st) == 0;
+}
+
+bool virt_kmod_present(const char *name)
+{
+	return path_exists("/sys/module/%s%s", name, "");
+}
+
+bool virt_kmod_btf(const char *name)
+{
+	return path_exists("/sys/kernel/btf/%s%s", name, "");
+}
+
+bool virt_tracepoint_exists(const char *system, const char *event)
+{
+	char sym[256];
+
+	if (path_exists("/sys/kernel/tracing/events/%s/%s", system, event) ||
+	    path_exists("/sys/kernel/debug/tracing/events/%s/%s", system, event))
+		return true;
+	/* tracefs not mounted: every tracepoint has a __tracepoint_<event> */
+	snprintf(sym, sizeof(sym), "__tracepoint_%s", event);
+	return virt_ksym_exists(sym);
+}
+
+bool virt_ksym_exists(const char *name)
+{
+	char line[512];
+	bool found = false;
+	FILE *f = fopen("/proc/kallsyms", "r");
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *sym = strchr(line, ' ');
+
+		if (sym && (sym = strchr(sym + 1, ' '))) {
+			size_t n = strcspn(++sym, " \t\n");
+
+			found = strlen(name) == n && strncmp(sym, name, n) == 0;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int virt_attach_chain(struct virt_family *fam, const struct virt_method *m,
+		      unsigned int n)
+{
+	char why[VIRT_REASON_MAX], all[VIRT_REASON_MAX] = "";
+	uint64_t start = now_ns();
+
+	for (unsigned int i = 0; i < n; i++) {
+		why[0] = '\0';
+		if (m[i].try(fam, why, sizeof(why)) == 0) {
+			snprintf(fam->method, sizeof(fam->method), "%s", m[i].name);
+			fam->attach_ns = now_ns() - start;
+			return 0;
+		}
+		pmNotifyErr(LOG_INFO, "%s: %s attach failed: %s", fam->name, m[i].name, why);
+		snprintf(all + strlen(all), sizeof(all) - strlen(all), "%s%s: %s",
+			 i ? "; " : "", m[i].name, why);
+	}
+	virt_set_reason(fam, "%s", all);
+	return -1;
+}

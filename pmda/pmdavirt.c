@@ -1,0 +1,573 @@
+/*
+ * pmdavirt: the PCP agent for virtualization metrics (domain VIRT_DOMAIN).
+ *
+ * The agent owns the namespace (metrics/<family>.def), the config file and the
+ * status metrics; each metric family is a module (modules/virt_<name>.so)
+ * with its own BPF object. A module that is disabled, broken or cannot attach
+ * leaves its metrics in the namespace with no values, and never takes the
+ * agent or another family down. Families that are not attached are polled
+ * cheaply (module->ready) and attach by themselves when the kernel grows what
+ * they need, e.g. when kvm_amd or vhost_net is loaded after boot.
+ */
+#include "virt.h"
+#include "config.h"
+
+#include <bpf/libbpf.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/select.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define VIRT_VERSION "0.1.0"
+
+/* ---------------------------------------------------------------- tables */
+
+struct metric_info {
+	enum virt_metric_id id;
+	enum virt_family_id family;
+	const char *name;		/* below "virt." */
+};
+
+static const struct metric_info metric_info[VIRT_NMETRICS] = {
+#define VIRT_METRIC(fam, id, name, item, type, indom, sem, units) \
+	[VIRT_M_##id] = { VIRT_M_##id, VIRT_F_##fam, name },
+#include "../metrics/all.def"
+};
+
+#define U_NONE	PMDA_PMUNITS(0, 0, 0, 0, 0, 0)
+#define U_COUNT	PMDA_PMUNITS(0, 0, 1, 0, 0, PM_COUNT_ONE)
+#define U_NSEC	PMDA_PMUNITS(0, 1, 0, 0, PM_TIME_NSEC, 0)
+#define U_BYTE	PMDA_PMUNITS(1, 0, 0, PM_SPACE_BYTE, 0, 0)
+#define I_NULL	PM_INDOM_NULL
+#define SERIAL(id) VIRT_SERIAL_##id
+enum {
+#define VIRT_INDOM(fam, id, serial, text) VIRT_SERIAL_##id = serial,
+#include "../metrics/all.def"
+	VIRT_SERIAL_NOINDOM = -1
+};
+#define INDOM_OF(indom) ((pmInDom)(SERIAL(indom) < 0 ? PM_INDOM_NULL : (pmInDom)SERIAL(indom)))
+
+static pmdaMetric metrictab[VIRT_NMETRICS] = {
+#define VIRT_METRIC(fam, id, name, item, type, indom, sem, units)		\
+	[VIRT_M_##id] = { (void *)&metric_info[VIRT_M_##id],			\
+		{ PMDA_PMID(VIRT_CLUSTER_##fam, item), type, INDOM_OF(indom), sem, \
+		  U_##units } },
+#include "../metrics/all.def"
+};
+
+static pmdaInstid module_insts[VIRT_NFAMILIES - 1];
+
+static pmdaIndom indomtab[VIRT_NINDOMS] = {
+#define VIRT_INDOM(fam, id, serial, text) [VIRT_I_##id] = { serial, 0, NULL },
+#include "../metrics/all.def"
+};
+
+static const enum virt_family_id indom_family[VIRT_NINDOMS] = {
+#define VIRT_INDOM(fam, id, serial, text) [VIRT_I_##id] = VIRT_F_##fam,
+#include "../metrics/all.def"
+};
+
+static struct virt_family families[VIRT_NFAMILIES] = {
+#define VIRT_FAMILY(id, fname, clus) [VIRT_F_##id] = { .name = fname, .cluster = clus },
+#include "../metrics/all.def"
+};
+
+pmInDom virt_indom(enum virt_indom_id id)
+{
+	return indomtab[id].it_indom;
+}
+
+void virt_set_reason(struct virt_family *fam, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(fam->reason, sizeof(fam->reason), fmt, ap);
+	va_end(ap);
+}
+
+/* ------------------------------------------------------------ PMNS dump */
+
+/* Print the namespace in PMNS syntax (pmdavirt -n): every non-leaf node,
+ * outermost first, with its children in table order. Used at build time for
+ * the pmns file that Install merges and newhelp compiles the help against. */
+static void print_node(const char *node)
+{
+	size_t len = strlen(node);
+	char *kids[VIRT_NMETRICS];
+	size_t nkids = 0;
+
+	printf("%s {\n", node);
+	for (int m = 0; m < VIRT_NMETRICS; m++) {
+		char full[256];
+		const char *rest;
+		size_t n;
+		bool dup = false;
+
+		snprintf(full, sizeof(full), "virt.%s", metric_info[m].name);
+		if (strncmp(full, node, len) != 0 || full[len] != '.')
+			continue;
+		rest = full + len + 1;
+		n = strcspn(rest, ".");
+		for (size_t k = 0; k < nkids; k++)
+			dup |= strlen(kids[k]) == n && strncmp(kids[k], rest, n) == 0;
+		if (dup)
+			continue;
+		kids[nkids++] = strndup(rest, n);
+		if (rest[n] == '\0')
+			printf("    %s\t%d:%u:%u\n", rest, VIRT_DOMAIN,
+			       pmID_cluster(metrictab[m].m_desc.pmid),
+			       pmID_item(metrictab[m].m_desc.pmid));
+		else
+			printf("    %.*s\n", (int)n, rest);
+	}
+	printf("}\n\n");
+	for (size_t k = 0; k < nkids; k++)
+		free(kids[k]);
+}
+
+static void print_pmns(void)
+{
+	char *nodes[VIRT_NMETRICS * 8];
+	size_t nnodes = 0;
+
+	for (int depth = 1; depth < 8; depth++) {
+		for (int m = 0; m < VIRT_NMETRICS; m++) {
+			char full[256], *p = full;
+			bool dup = false;
+
+			snprintf(full, sizeof(full), "virt.%s", metric_info[m].name);
+			for (int d = 0; d < depth && p; d++)
+				p = strchr(p + 1, '.');
+			if (!p)
+				continue;
+			*p = '\0';
+			for (size_t i = 0; i < nnodes; i++)
+				dup |= strcmp(nodes[i], full) == 0;
+			if (!dup) {
+				nodes[nnodes++] = strdup(full);
+				print_node(full);
+			}
+		}
+	}
+	for (size_t i = 0; i < nnodes; i++)
+		free(nodes[i]);
+}
+
+/* --------------------------------------------------------------- config */
+
+static char *config_path;
+static char *module_dir;
+static unsigned long long poll_ms = 2000;
+
+static const struct virt_option agent_options[] = {
+	{ "poll_interval_ms", VIRT_OPT_UINT, 100, 3600000, "2000" },
+};
+static union virt_optval agent_vals[1];
+
+static void log_config(void *arg, const char *msg)
+{
+	(void)arg;
+	pmNotifyErr(LOG_ERR, "config: %s", msg);
+}
+
+static void load_modules(void)
+{
+	for (int f = 0; f < VIRT_NFAMILIES; f++) {
+		struct virt_family *fam = &families[f];
+		char path[PATH_MAX];
+		const struct virt_module *mod;
+		void *dl;
+
+		if (f == VIRT_F_CONTROL)
+			continue;
+		snprintf(path, sizeof(path), "%s/virt_%s.so", module_dir, fam->name);
+		dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		if (!dl) {
+			virt_set_reason(fam, "cannot load module: %s", dlerror());
+			continue;
+		}
+		mod = dlsym(dl, "virt_module");
+		if (!mod || mod->abi != VIRT_MODULE_ABI || strcmp(mod->name, fam->name)) {
+			virt_set_reason(fam, "%s: not a pmdavirt module (ABI %d)", path, VIRT_MODULE_ABI);
+			dlclose(dl);
+			continue;
+		}
+		fam->mod = mod;
+		fam->opts = calloc(mod->noptions ? mod->noptions : 1, sizeof(*fam->opts));
+	}
+}
+
+/* Parse virt.conf into the families' options. A family whose module failed
+ * to load still gets its section checked for "enabled". */
+static void load_config(void)
+{
+	struct cfg_section secs[VIRT_NFAMILIES];
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	secs[0] = (struct cfg_section){ .name = "agent", .opts = agent_options,
+					.nopts = 1, .vals = agent_vals };
+	for (int i = 1; i < VIRT_NFAMILIES; i++) {
+		const struct virt_module *mod = families[i].mod;
+
+		secs[i] = (struct cfg_section){ .name = families[i].name,
+			.opts = mod ? mod->options : NULL, .nopts = mod ? mod->noptions : 0,
+			.vals = families[i].opts };
+	}
+	for (int i = 0; i < VIRT_NFAMILIES; i++)
+		cfg_section_reset(&secs[i], log_config, NULL);
+
+	f = fopen(config_path, "r");
+	if (!f) {
+		pmNotifyErr(LOG_WARNING, "config: %s: %s; every module enabled with defaults",
+			    config_path, strerror(errno));
+	} else {
+		FILE *mem = open_memstream(&text, &len);
+		char buf[4096];
+		size_t n;
+
+		while (mem && (n = fread(buf, 1, sizeof(buf), f)) > 0)
+			fwrite(buf, 1, n, mem);
+		fclose(f);
+		if (mem)
+			fclose(mem);
+		cfg_parse(config_path, text, len, secs, VIRT_NFAMILIES, log_config, NULL);
+		free(text);
+	}
+	poll_ms = agent_vals[0].u;
+	for (int i = 1; i < VIRT_NFAMILIES; i++) {
+		struct virt_family *fam = &families[i];
+
+		fam->state = VIRT_DISABLED;
+		if (secs[i].broken)
+			virt_set_reason(fam, "bad configuration in %s (see pmdavirt.log)", config_path);
+		else if (!secs[i].enabled)
+			fam->reason[0] = '\0';
+		else if (fam->mod)
+			fam->state = VIRT_UNAVAILABLE;
+		else
+			fam->state = VIRT_UNAVAILABLE;	/* reason: module load failure */
+	}
+}
+
+/* ------------------------------------------------------ attach / detach */
+
+static void set_state(struct virt_family *fam, enum virt_state state)
+{
+	static const char *const names[] = { "disabled", "unavailable", "active" };
+
+	if (fam->state != state)
+		pmNotifyErr(LOG_INFO, "%s: %s%s%s", fam->name, names[state],
+			    state == VIRT_ACTIVE ? " via " : fam->reason[0] ? ": " : "",
+			    state == VIRT_ACTIVE ? fam->method : fam->reason);
+	fam->state = state;
+}
+
+static void try_attach(struct virt_family *fam)
+{
+	int rc;
+
+	if (!fam->mod || (fam->mod->ready && !fam->mod->ready(fam)))
+		return;
+	fam->attach_attempts++;
+	fam->reason[0] = '\0';
+	rc = fam->mod->attach(fam);
+	if (rc == VIRT_ATTACHED) {
+		set_state(fam, VIRT_ACTIVE);
+	} else {
+		if (!fam->reason[0])
+			virt_set_reason(fam, "attach failed: %s", strerror(rc < 0 ? -rc : EAGAIN));
+		set_state(fam, VIRT_UNAVAILABLE);
+	}
+}
+
+static void detach(struct virt_family *fam)
+{
+	if (fam->state == VIRT_ACTIVE && fam->mod->detach)
+		fam->mod->detach(fam);
+	fam->programs = 0;
+	fam->method[0] = '\0';
+}
+
+/* Called every poll interval and once at start-up. */
+static void poll_families(void)
+{
+	for (int i = 1; i < VIRT_NFAMILIES; i++) {
+		struct virt_family *fam = &families[i];
+
+		if (fam->state == VIRT_UNAVAILABLE) {
+			try_attach(fam);
+		} else if (fam->state == VIRT_ACTIVE && fam->mod->ready && !fam->mod->ready(fam)) {
+			/* e.g. the kernel module we probe was unloaded */
+			detach(fam);
+			if (!fam->reason[0])
+				virt_set_reason(fam, "kernel support went away");
+			set_state(fam, VIRT_UNAVAILABLE);
+		}
+	}
+}
+
+/* ----------------------------------------------------------------- fetch */
+
+static uint64_t refreshes;
+
+static void refresh_family(struct virt_family *fam)
+{
+	int rc;
+
+	if (fam->state != VIRT_ACTIVE || !fam->mod->refresh)
+		return;
+	rc = fam->mod->refresh(fam);
+	if (rc < 0)
+		pmNotifyErr(LOG_WARNING, "%s: refresh failed: %s", fam->name, strerror(-rc));
+}
+
+static int virt_fetch(int numpmid, pmID *pmidlist, pmResult **resp, pmdaExt *pmda)
+{
+	bool want[VIRT_NFAMILIES] = { false };
+
+	for (int i = 0; i < numpmid; i++) {
+		unsigned int cluster = pmID_cluster(pmidlist[i]);
+
+		for (int f = 1; f < VIRT_NFAMILIES; f++)
+			if ((unsigned int)families[f].cluster == cluster)
+				want[f] = true;
+	}
+	for (int f = 1; f < VIRT_NFAMILIES; f++)
+		if (want[f])
+			refresh_family(&families[f]);
+	refreshes++;
+	return pmdaFetch(numpmid, pmidlist, resp, pmda);
+}
+
+static int virt_instance(pmInDom indom, int inst, char *name, pmInResult **result,
+			 pmdaExt *pmda)
+{
+	for (int i = 0; i < VIRT_NINDOMS; i++)
+		if (indomtab[i].it_indom == indom)
+			refresh_family(&families[indom_family[i]]);
+	return pmdaInstance(indom, inst, name, result, pmda);
+}
+
+static const char *status_string(const struct virt_family *fam, char *buf, size_t len)
+{
+	switch (fam->state) {
+	case VIRT_ACTIVE:
+		return "active";
+	case VIRT_DISABLED:
+		if (!fam->reason[0])
+			return "disabled";
+		snprintf(buf, len, "disabled: %s", fam->reason);
+		return buf;
+	case VIRT_UNAVAILABLE:
+		snprintf(buf, len, "unavailable: %s", fam->reason[0] ? fam->reason : "unknown");
+		return buf;
+	}
+	return "?";
+}
+
+static int fetch_control(enum virt_metric_id id, unsigned int inst, pmAtomValue *atom)
+{
+	static char status[VIRT_NFAMILIES][VIRT_REASON_MAX + 32];
+	struct virt_family *fam;
+
+	if (id == VIRT_M_VERSION) {
+		atom->cp = VIRT_VERSION;
+		return PMDA_FETCH_STATIC;
+	}
+	if (id == VIRT_M_REFRESHES) {
+		atom->ull = refreshes;
+		return PMDA_FETCH_STATIC;
+	}
+	if (inst == 0 || inst >= VIRT_NFAMILIES)
+		return PM_ERR_INST;
+	fam = &families[inst];
+	switch (id) {
+	case VIRT_M_MODULE_STATUS:
+		atom->cp = (char *)status_string(fam, status[inst], sizeof(status[inst]));
+		return PMDA_FETCH_STATIC;
+	case VIRT_M_MODULE_METHOD:
+		atom->cp = fam->state == VIRT_ACTIVE ? fam->method : "none";
+		return PMDA_FETCH_STATIC;
+	case VIRT_M_MODULE_ATTACH_ATTEMPTS:
+		atom->ull = fam->attach_attempts;
+		return PMDA_FETCH_STATIC;
+	case VIRT_M_MODULE_DROPPED:
+		atom->ull = fam->dropped;
+		return PMDA_FETCH_STATIC;
+	case VIRT_M_MODULE_PROGRAMS:
+		atom->ul = fam->state == VIRT_ACTIVE ? fam->programs : 0;
+		return PMDA_FETCH_STATIC;
+	case VIRT_M_MODULE_ATTACH_NS:
+		if (fam->state != VIRT_ACTIVE)
+			return PMDA_FETCH_NOVALUES;
+		atom->ull = fam->attach_ns;
+		return PMDA_FETCH_STATIC;
+	default:
+		return PM_ERR_PMID;
+	}
+}
+
+static int virt_fetch_callback(pmdaMetric *mdesc, unsigned int inst, pmAtomValue *atom)
+{
+	const struct metric_info *mi = mdesc->m_user;
+	struct virt_family *fam = &families[mi->family];
+
+	if (mi->family == VIRT_F_CONTROL)
+		return fetch_control(mi->id, inst, atom);
+	if (fam->state != VIRT_ACTIVE || !fam->mod->fetch)
+		return PMDA_FETCH_NOVALUES;
+	return fam->mod->fetch(fam, mi->id, inst, atom);
+}
+
+/* ------------------------------------------------------------- main loop */
+
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char msg[1024];
+
+	if (level == LIBBPF_DEBUG && !pmDebugOptions.appl0)
+		return 0;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	msg[strcspn(msg, "\n")] = '\0';
+	pmNotifyErr(level == LIBBPF_WARN ? LOG_WARNING : LOG_DEBUG, "libbpf: %s", msg);
+	return 0;
+}
+
+/* Instance id == family index: stable across restarts and releases. */
+static void setup_module_indom(void)
+{
+	for (int f = 1; f < VIRT_NFAMILIES; f++)
+		module_insts[f - 1] = (pmdaInstid){ f, (char *)families[f].name };
+	indomtab[VIRT_I_MODULE].it_numinst = VIRT_NFAMILIES - 1;
+	indomtab[VIRT_I_MODULE].it_set = module_insts;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void main_loop(pmdaInterface *dispatch)
+{
+	int fd = __pmdaInFd(dispatch);
+	uint64_t next_poll = now_ms() + poll_ms;
+
+	for (;;) {
+		uint64_t now = now_ms();
+		struct timeval tv;
+		fd_set rfds;
+		int rc;
+
+		if (now >= next_poll) {
+			poll_families();
+			next_poll = now + poll_ms;
+		}
+		tv.tv_sec = (time_t)((next_poll - now) / 1000);
+		tv.tv_usec = (suseconds_t)((next_poll - now) % 1000) * 1000;
+		FD_ZERO(&rfds);
+		FD_SET(fd, &rfds);
+		rc = select(fd + 1, &rfds, NULL, NULL, &tv);
+		if (rc < 0 && errno != EINTR) {
+			pmNotifyErr(LOG_ERR, "select: %s", strerror(errno));
+			break;
+		}
+		if (rc > 0 && FD_ISSET(fd, &rfds) && __pmdaMainPDU(dispatch) < 0)
+			break;			/* pmcd closed the pipe */
+	}
+}
+
+static void shutdown_families(void)
+{
+	for (int i = 1; i < VIRT_NFAMILIES; i++)
+		if (families[i].state == VIRT_ACTIVE)
+			detach(&families[i]);
+}
+
+static pmLongOptions longopts[] = {
+	PMDA_OPTIONS_HEADER("Options"),
+	PMOPT_DEBUG,
+	PMDAOPT_DOMAIN,
+	PMDAOPT_LOGFILE,
+	{ "config", 1, 'c', "FILE", "configuration file [default $PCP_SYSCONF_DIR/virt/virt.conf]" },
+	{ "modules", 1, 'M', "DIR", "family modules directory [default $PCP_PMDAS_DIR/virt/modules]" },
+	{ "pmns", 0, 'n', NULL, "print the namespace in PMNS syntax and exit" },
+	PMOPT_HELP,
+	PMDA_OPTIONS_END
+};
+
+static pmdaOptions opts = {
+	.short_options = "D:d:l:c:M:n?",
+	.long_options = longopts,
+};
+
+int main(int argc, char **argv)
+{
+	pmdaInterface dispatch;
+	char helpfile[MAXPATHLEN], defconf[MAXPATHLEN], defmods[MAXPATHLEN];
+	int c, sep = pmPathSeparator();
+
+	pmSetProgname(argv[0]);
+	pmsprintf(helpfile, sizeof(helpfile), "%s%c" "virt" "%c" "help",
+		  pmGetConfig("PCP_PMDAS_DIR"), sep, sep);
+	pmsprintf(defconf, sizeof(defconf), "%s%cvirt%cvirt.conf",
+		  pmGetConfig("PCP_SYSCONF_DIR"), sep, sep);
+	pmsprintf(defmods, sizeof(defmods), "%s%cvirt%cmodules",
+		  pmGetConfig("PCP_PMDAS_DIR"), sep, sep);
+	config_path = defconf;
+	module_dir = defmods;
+
+	pmdaDaemon(&dispatch, PMDA_INTERFACE_7, pmGetProgname(), VIRT_DOMAIN,
+		   "virt.log", helpfile);
+	while ((c = pmdaGetOptions(argc, argv, &opts, &dispatch)) != EOF) {
+		switch (c) {
+		case 'c':
+			config_path = opts.optarg;
+			break;
+		case 'M':
+			module_dir = opts.optarg;
+			break;
+		case 'n':
+			print_pmns();
+			return 0;
+		default:
+			break;
+		}
+	}
+	if (opts.errors) {
+		pmdaUsageMessage(&opts);
+		exit(1);
+	}
+
+	pmdaOpenLog(&dispatch);
+	libbpf_set_print(libbpf_log);
+	load_modules();
+	load_config();
+
+	dispatch.version.seven.fetch = virt_fetch;
+	dispatch.version.seven.instance = virt_instance;
+	pmdaSetFetchCallBack(&dispatch, virt_fetch_callback);
+	setup_module_indom();
+	pmdaInit(&dispatch, indomtab, VIRT_NINDOMS, metrictab, VIRT_NMETRICS);
+
+	/* Attaching runs the BPF verifier, which can take longer than pmcd
+	 * waits for a PMDA: connect first, tell pmcd we are not ready (Install
+	 * registers us with "notready"), attach, then declare ready. */
+	pmdaConnect(&dispatch);
+	poll_families();
+	pmdaSendError(&dispatch, PM_ERR_PMDAREADY);
+	main_loop(&dispatch);
+	shutdown_families();
+	return 0;
+}

@@ -1,0 +1,92 @@
+#include "rows.h"
+
+#include <string.h>
+
+void virt_row_init(struct virt_row *r, pmInDom indom, pmInDom hindom,
+		   const char *name)
+{
+	memset(r, 0, sizeof(*r));
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	r->indom = indom;
+	r->hindom = hindom;
+	r->inst = -1;
+	for (unsigned int b = 0; b < VIRT_HIST_BUCKETS; b++) {
+		r->hinst[b] = -1;
+		r->ref[b] = (struct virt_bucket_ref){ r, b };
+	}
+}
+
+void virt_row_expose(struct virt_row *r, bool always)
+{
+	char name[VIRT_NAME_MAX + 64];
+
+	if (r->inst < 0 && (always || r->v[0])) {
+		r->inst = pmdaCacheStore(r->indom, PMDA_CACHE_ADD, r->name, r);
+		if (r->inst < 0)
+			pmNotifyErr(LOG_ERR, "instance %s: %s", r->name, pmErrStr(r->inst));
+	}
+	if (r->hindom == PM_INDOM_NULL)
+		return;
+	for (unsigned int b = 0; b < VIRT_HIST_BUCKETS; b++) {
+		if (r->hinst[b] >= 0 || !r->hist[b])
+			continue;
+		virt_bucket_name(name, sizeof(name), r->name, b);
+		r->hinst[b] = pmdaCacheStore(r->hindom, PMDA_CACHE_ADD, name, &r->ref[b]);
+	}
+}
+
+void virt_row_retire(struct virt_row *r)
+{
+	char name[VIRT_NAME_MAX + 64];
+
+	if (r->inst >= 0)
+		pmdaCacheStore(r->indom, PMDA_CACHE_CULL, r->name, NULL);
+	r->inst = -1;
+	if (r->hindom == PM_INDOM_NULL)
+		return;
+	for (unsigned int b = 0; b < VIRT_HIST_BUCKETS; b++) {
+		if (r->hinst[b] < 0)
+			continue;
+		virt_bucket_name(name, sizeof(name), r->name, b);
+		pmdaCacheStore(r->hindom, PMDA_CACHE_CULL, name, NULL);
+		r->hinst[b] = -1;
+	}
+}
+
+struct virt_row *virt_row_of(pmInDom indom, unsigned int inst)
+{
+	void *priv = NULL;
+
+	if (pmdaCacheLookup(indom, (int)inst, NULL, &priv) != PMDA_CACHE_ACTIVE)
+		return NULL;
+	return priv;
+}
+
+struct virt_bucket_ref *virt_bucket_of_inst(pmInDom hindom, unsigned int inst)
+{
+	void *priv = NULL;
+
+	if (pmdaCacheLookup(hindom, (int)inst, NULL, &priv) != PMDA_CACHE_ACTIVE)
+		return NULL;
+	return priv;
+}
+
+int virt_row_fetch(enum virt_indom_id indom, int word, unsigned int inst,
+		   pmAtomValue *atom)
+{
+	if (word == VIRT_ROW_HIST) {
+		struct virt_bucket_ref *ref = virt_bucket_of_inst(virt_indom(indom), inst);
+
+		if (!ref)
+			return PM_ERR_INST;
+		atom->ull = ref->row->hist[ref->bucket];
+		return PMDA_FETCH_STATIC;
+	} else {
+		struct virt_row *r = virt_row_of(virt_indom(indom), inst);
+
+		if (!r || word < 0 || word >= VIRT_ROW_WORDS)
+			return PM_ERR_INST;
+		atom->ull = r->v[word];
+		return PMDA_FETCH_STATIC;
+	}
+}

@@ -1,0 +1,59 @@
+/*
+ * Rows: one instance of a family's main instance domain (an exit reason, a
+ * queue, a VM), its summed values and, optionally, a log2 histogram exposed
+ * as "<name>::<lo>-<hi>" instances of a second domain. Shared by families.
+ *
+ * Rows never move once created (fetch finds them through pmdaCache private
+ * pointers); a row is exposed once its count is non-zero, and histogram
+ * buckets once they are non-zero (counters only grow, so instances only
+ * appear, until the row is retired).
+ */
+#ifndef VIRT_ROWS_H
+#define VIRT_ROWS_H
+
+#include "virt.h"
+#include "hist.h"
+
+#define VIRT_ROW_WORDS 4
+#define VIRT_NAME_MAX 128
+
+struct virt_row;
+
+struct virt_bucket_ref {
+	struct virt_row *row;
+	unsigned int bucket;
+};
+
+struct virt_row {
+	char name[VIRT_NAME_MAX];
+	pmInDom indom, hindom;		/* hindom PM_INDOM_NULL: no histogram */
+	int inst;			/* -1 until exposed */
+	int hinst[VIRT_HIST_BUCKETS];	/* -1 until that bucket is exposed */
+	struct virt_bucket_ref ref[VIRT_HIST_BUCKETS];
+	uint64_t v[VIRT_ROW_WORDS];	/* family-defined: count, time, ... */
+	uint64_t hist[VIRT_HIST_BUCKETS];
+	bool live;			/* seen in the latest refresh */
+};
+
+/* Initialise a row named name (callers sanitize kernel-provided parts). */
+void virt_row_init(struct virt_row *r, pmInDom indom, pmInDom hindom,
+		   const char *name);
+/* Make the row's instance (if always or v[0] != 0) and its non-zero
+ * buckets visible. */
+void virt_row_expose(struct virt_row *r, bool always);
+/* Remove the row's instances from the instance domains (culled, so ids and
+ * memory do not grow with short-lived VMs or queues). */
+void virt_row_retire(struct virt_row *r);
+
+/* Resolve a fetch: the row behind inst of indom (NULL if none). */
+struct virt_row *virt_row_of(pmInDom indom, unsigned int inst);
+/* The bucket ref behind a histogram instance (NULL if none). */
+struct virt_bucket_ref *virt_bucket_of_inst(pmInDom hindom, unsigned int inst);
+
+/* Answer a fetch of word (or VIRT_ROW_HIST: the bucket count) of the row
+ * behind inst in indom. */
+#define VIRT_ROW_HIST (-1)
+int virt_row_fetch(enum virt_indom_id indom, int word, unsigned int inst,
+		   pmAtomValue *atom);
+
+#endif

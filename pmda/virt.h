@@ -1,0 +1,133 @@
+/*
+ * pmdavirt module ABI: what the agent (pmdavirt) and a family module
+ * (modules/virt_<family>.so) share.
+ *
+ * The agent owns the metric and instance-domain tables (metrics/<family>.def), the
+ * config file, the status metrics and the PCP protocol. A module owns its BPF
+ * object: it attaches, reads its maps in bulk on refresh, maintains its
+ * instance domains and answers fetches for its own metrics.
+ */
+#ifndef VIRT_H
+#define VIRT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <pcp/pmapi.h>
+#include <pcp/pmda.h>
+#include "config.h"
+
+#define VIRT_DOMAIN 498
+#define VIRT_MODULE_ABI 1
+
+/* Global metric ids: VIRT_M_<ID> for every VIRT_METRIC in metrics/<family>.def. */
+enum virt_metric_id {
+#define VIRT_METRIC(fam, id, name, item, type, indom, sem, units) VIRT_M_##id,
+#include "../metrics/all.def"
+	VIRT_NMETRICS
+};
+
+/* Instance domains: VIRT_I_<ID>, indexes into the agent's pmdaIndom table. */
+enum virt_indom_id {
+#define VIRT_INDOM(fam, id, serial, text) VIRT_I_##id,
+#include "../metrics/all.def"
+	VIRT_NINDOMS
+};
+
+enum virt_cluster {
+#define VIRT_FAMILY(id, name, cluster) VIRT_CLUSTER_##id = cluster,
+#include "../metrics/all.def"
+};
+
+enum virt_family_id {
+#define VIRT_FAMILY(id, name, cluster) VIRT_F_##id,
+#include "../metrics/all.def"
+	VIRT_NFAMILIES
+};
+
+enum virt_state {
+	VIRT_DISABLED,		/* enabled = false, or its config section is broken */
+	VIRT_UNAVAILABLE,	/* enabled, but cannot attach now (reason says why) */
+	VIRT_ACTIVE,		/* attached and counting */
+};
+
+#define VIRT_REASON_MAX 256
+
+/* Agent-side state of one family; the module reads opts and sets reason,
+ * method, programs and dropped. */
+struct virt_family {
+	const struct virt_module *mod;
+	const char *name;
+	int cluster;
+	enum virt_state state;
+	char reason[VIRT_REASON_MAX];	/* why disabled/unavailable */
+	char method[32];		/* attach method in use: tp_btf, fentry, ... */
+	unsigned int programs;		/* BPF programs attached */
+	uint64_t attach_attempts;
+	uint64_t attach_ns;		/* duration of the last successful attach */
+	uint64_t dropped;		/* events lost to full maps, cumulative */
+	union virt_optval *opts;	/* indexed as mod->options */
+	void *priv;			/* the module's own state */
+};
+
+/* Return codes of attach(). */
+#define VIRT_ATTACHED		0
+#define VIRT_NOT_YET		1	/* unavailable now, retry when ready() */
+
+struct virt_module {
+	int abi;			/* VIRT_MODULE_ABI */
+	const char *name;		/* family name: "kvm", "virtio", ... */
+	const struct virt_option *options;
+	unsigned int noptions;
+
+	/* Cheap check (stat of /sys paths, no bpf()) whether an attach attempt
+	 * could succeed now; polled while unavailable, and while active to
+	 * notice that a kernel module went away. NULL: always ready. */
+	bool (*ready)(struct virt_family *fam);
+	/* Load and attach the BPF object. VIRT_ATTACHED, VIRT_NOT_YET or a
+	 * negative errno; fam->reason says why on failure. */
+	int (*attach)(struct virt_family *fam);
+	/* Detach and free everything attach() created. */
+	void (*detach)(struct virt_family *fam);
+	/* Read the maps in bulk, update instance domains. Once per fetch. */
+	int (*refresh)(struct virt_family *fam);
+	/* One value: PMDA_FETCH_STATIC, PMDA_FETCH_NOVALUES or an error. */
+	int (*fetch)(struct virt_family *fam, enum virt_metric_id metric,
+		     unsigned int inst, pmAtomValue *atom);
+};
+
+/*
+ * Services the agent exports to modules (pmdavirt links with -rdynamic).
+ */
+pmInDom virt_indom(enum virt_indom_id id);
+void virt_set_reason(struct virt_family *fam, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Kernel introspection: cheap checks, no bpf() calls. */
+bool virt_kmod_present(const char *name);	/* /sys/module/<name> */
+bool virt_kmod_btf(const char *name);		/* /sys/kernel/btf/<name> */
+bool virt_tracepoint_exists(const char *system, const char *event);
+bool virt_ksym_exists(const char *name);	/* /proc/kallsyms, slow: attach only */
+
+/* Attach strategy: try each method in order until one attaches. try()
+ * returns 0 when attached; otherwise it fills why. On success fam->method is
+ * the method's name; on failure fam->reason lists every method's failure. */
+struct virt_method {
+	const char *name;			/* "tp_btf", "fentry", "kprobe", ... */
+	int (*try)(struct virt_family *fam, char *why, size_t whylen);
+};
+int virt_attach_chain(struct virt_family *fam, const struct virt_method *m,
+		      unsigned int n);
+
+/* Bulk map reads: one BPF_MAP_LOOKUP_BATCH for the whole map (a few when
+ * the kernel returns less). values holds max_entries values; a per-CPU
+ * value is round_up(value_size, 8) * virt_ncpus() bytes. Returns the number
+ * of entries read or -errno. *syscalls (optional) is incremented per bpf(). */
+int virt_ncpus(void);
+int virt_map_dump(int fd, void *keys, size_t key_size, void *values,
+		  size_t value_size, unsigned int max_entries);
+/* Sum a per-CPU value made of nwords u64 into out[nwords]. */
+void virt_percpu_sum(const void *percpu, size_t nwords, uint64_t *out);
+extern uint64_t virt_bpf_syscalls;	/* bpf() calls made by refreshes */
+
+#endif /* VIRT_H */
