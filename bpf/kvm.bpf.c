@@ -340,75 +340,75 @@ static __always_inline int on_entry(__u64 vcpu)
 
 /* tp_btf: BTF-typed raw tracepoints, the cheapest way in. */
 SEC("tp_btf/kvm_exit")
-int BPF_PROG(btf_kvm_exit, struct kvm_vcpu *vcpu, __u32 isa)
+int BPF_PROG(virt_kvm_btf_exit, struct kvm_vcpu *vcpu, __u32 isa)
 {
 	return on_exit((__u64)vcpu, isa, vendor_exit_code(vcpu, isa));
 }
 
 SEC("tp_btf/kvm_entry")
-int BPF_PROG(btf_kvm_entry, struct kvm_vcpu *vcpu)
+int BPF_PROG(virt_kvm_btf_entry, struct kvm_vcpu *vcpu)
 {
 	return on_entry((__u64)vcpu);
 }
 
 SEC("tp_btf/kvm_hypercall")
-int BPF_PROG(btf_kvm_hypercall, unsigned long nr)
+int BPF_PROG(virt_kvm_btf_hypercall, unsigned long nr)
 {
 	return on_hypercall(nr);
 }
 
 SEC("tp_btf/kvm_userspace_exit")
-int BPF_PROG(btf_kvm_userspace_exit, __u32 reason)
+int BPF_PROG(virt_kvm_btf_userspace_exit, __u32 reason)
 {
 	return on_userspace_exit(reason);
 }
 
 /* raw_tp: same arguments, untyped. */
 SEC("raw_tp/kvm_exit")
-int BPF_PROG(raw_kvm_exit, void *vcpu, __u32 isa)
+int BPF_PROG(virt_kvm_raw_exit, void *vcpu, __u32 isa)
 {
 	return on_exit((__u64)vcpu, isa, vendor_exit_code(vcpu, isa));
 }
 
 SEC("raw_tp/kvm_entry")
-int BPF_PROG(raw_kvm_entry, void *vcpu)
+int BPF_PROG(virt_kvm_raw_entry, void *vcpu)
 {
 	return on_entry((__u64)vcpu);
 }
 
 SEC("raw_tp/kvm_hypercall")
-int BPF_PROG(raw_kvm_hypercall, unsigned long nr)
+int BPF_PROG(virt_kvm_raw_hypercall, unsigned long nr)
 {
 	return on_hypercall(nr);
 }
 
 SEC("raw_tp/kvm_userspace_exit")
-int BPF_PROG(raw_kvm_userspace_exit, __u32 reason)
+int BPF_PROG(virt_kvm_raw_userspace_exit, __u32 reason)
 {
 	return on_userspace_exit(reason);
 }
 
 /* Classic tracepoints: the record the kernel formatted; identity is vcpu_id. */
 SEC("tracepoint/kvm/kvm_exit")
-int tp_kvm_exit(struct trace_event_raw_kvm_exit___virt *ctx)
+int virt_kvm_tp_exit(struct trace_event_raw_kvm_exit___virt *ctx)
 {
 	return on_exit(ctx->vcpu_id, ctx->isa, ctx->exit_reason);
 }
 
 SEC("tracepoint/kvm/kvm_entry")
-int tp_kvm_entry(struct trace_event_raw_kvm_entry___virt *ctx)
+int virt_kvm_tp_entry(struct trace_event_raw_kvm_entry___virt *ctx)
 {
 	return on_entry(ctx->vcpu_id);
 }
 
 SEC("tracepoint/kvm/kvm_hypercall")
-int tp_kvm_hypercall(struct trace_event_raw_kvm_hypercall___virt *ctx)
+int virt_kvm_tp_hypercall(struct trace_event_raw_kvm_hypercall___virt *ctx)
 {
 	return on_hypercall(ctx->nr);
 }
 
 SEC("tracepoint/kvm/kvm_userspace_exit")
-int tp_kvm_userspace_exit(struct trace_event_raw_kvm_userspace_exit___virt *ctx)
+int virt_kvm_tp_userspace_exit(struct trace_event_raw_kvm_userspace_exit___virt *ctx)
 {
 	return on_userspace_exit(ctx->reason);
 }

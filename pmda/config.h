@@ -24,6 +24,7 @@ struct virt_option {
 	enum virt_opt_type type;
 	unsigned long long min, max;	/* VIRT_OPT_UINT range, inclusive */
 	const char *defval;		/* as it would be written in the file */
+	const char *help;		/* one line, printed into the default virt.conf */
 };
 
 union virt_optval {

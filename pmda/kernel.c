@@ -1,6 +1,7 @@
 /* Kernel introspection and the attach-method chain shared by modules. */
 #include "virt.h"
 
+#include <bpf/libbpf.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -86,4 +87,21 @@ int virt_attach_chain(struct virt_family *fam, const struct virt_method *m,
 	}
 	virt_set_reason(fam, "%s", all);
 	return -1;
+}
+
+unsigned int virt_autoload_variant(struct bpf_object *obj, const char *family,
+				   const char *variant)
+{
+	char prefix[64];
+	struct bpf_program *prog;
+	unsigned int n = 0;
+
+	snprintf(prefix, sizeof(prefix), "virt_%s_%s_", family, variant);
+	bpf_object__for_each_program(prog, obj) {
+		bool on = strncmp(bpf_program__name(prog), prefix, strlen(prefix)) == 0;
+
+		bpf_program__set_autoload(prog, on);
+		n += on;
+	}
+	return n;
 }

@@ -26,10 +26,14 @@
 enum kvm_opt { OPT_LATENCY, OPT_MAX_VCPUS, OPT_MAX_VMS, OPT_MAX_HCALLS, NOPTS };
 
 static const struct virt_option kvm_options[NOPTS] = {
-	[OPT_LATENCY] = { "latency", VIRT_OPT_BOOL, 0, 0, "true" },
-	[OPT_MAX_VCPUS] = { "max_vcpus", VIRT_OPT_UINT, 16, 1u << 20, "4096" },
-	[OPT_MAX_VMS] = { "max_vms", VIRT_OPT_UINT, 1, 65536, "1024" },
-	[OPT_MAX_HCALLS] = { "max_hypercalls", VIRT_OPT_UINT, 1, 65536, "256" },
+	[OPT_LATENCY] = { "latency", VIRT_OPT_BOOL, 0, 0, "true",
+		"exit->entry latency histograms; false = counts only (cheaper)" },
+	[OPT_MAX_VCPUS] = { "max_vcpus", VIRT_OPT_UINT, 16, 1u << 20, "4096",
+		"vCPU threads tracked between exit and entry (LRU beyond that)" },
+	[OPT_MAX_VMS] = { "max_vms", VIRT_OPT_UINT, 1, 65536, "1024",
+		"VMM processes with per-VM counters; more are counted as dropped" },
+	[OPT_MAX_HCALLS] = { "max_hypercalls", VIRT_OPT_UINT, 1, 65536, "256",
+		"distinct hypercall numbers; more are counted as dropped" },
 };
 
 /* Row words: VM rows use all four; reason rows count and time. */
@@ -181,12 +185,12 @@ enum variant { V_BTF, V_RAW, V_TP };
 static void set_variant(struct kvm_bpf *skel, enum variant v, bool latency)
 {
 	struct bpf_program *progs[3][4] = {
-		{ skel->progs.btf_kvm_exit, skel->progs.btf_kvm_entry,
-		  skel->progs.btf_kvm_hypercall, skel->progs.btf_kvm_userspace_exit },
-		{ skel->progs.raw_kvm_exit, skel->progs.raw_kvm_entry,
-		  skel->progs.raw_kvm_hypercall, skel->progs.raw_kvm_userspace_exit },
-		{ skel->progs.tp_kvm_exit, skel->progs.tp_kvm_entry,
-		  skel->progs.tp_kvm_hypercall, skel->progs.tp_kvm_userspace_exit },
+		{ skel->progs.virt_kvm_btf_exit, skel->progs.virt_kvm_btf_entry,
+		  skel->progs.virt_kvm_btf_hypercall, skel->progs.virt_kvm_btf_userspace_exit },
+		{ skel->progs.virt_kvm_raw_exit, skel->progs.virt_kvm_raw_entry,
+		  skel->progs.virt_kvm_raw_hypercall, skel->progs.virt_kvm_raw_userspace_exit },
+		{ skel->progs.virt_kvm_tp_exit, skel->progs.virt_kvm_tp_entry,
+		  skel->progs.virt_kvm_tp_hypercall, skel->progs.virt_kvm_tp_userspace_exit },
 	};
 
 	for (int i = 0; i < 3; i++)

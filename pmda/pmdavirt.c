@@ -167,7 +167,8 @@ static char *module_dir;
 static unsigned long long poll_ms = 2000;
 
 static const struct virt_option agent_options[] = {
-	{ "poll_interval_ms", VIRT_OPT_UINT, 100, 3600000, "2000" },
+	{ "poll_interval_ms", VIRT_OPT_UINT, 100, 3600000, "2000",
+	  "how often families that are not attached retry (e.g. once kvm_amd or vhost_net is loaded)" },
 };
 static union virt_optval agent_vals[1];
 
@@ -175,6 +176,37 @@ static void log_config(void *arg, const char *msg)
 {
 	(void)arg;
 	pmNotifyErr(LOG_ERR, "config: %s", msg);
+}
+
+static void print_section(const char *name, const struct virt_option *o, unsigned int n)
+{
+	printf("[%s]\nenabled = true\n", name);
+	for (unsigned int i = 0; i < n; i++) {
+		if (o[i].type == VIRT_OPT_UINT)
+			printf("# %s (%llu..%llu)\n", o[i].help, o[i].min, o[i].max);
+		else
+			printf("# %s\n", o[i].help);
+		printf("%s = %s\n", o[i].key, o[i].defval);
+	}
+	printf("\n");
+}
+
+/* pmdavirt -C: the default configuration, from the option tables. */
+static void print_config(void)
+{
+	printf("# pmdavirt configuration: $PCP_SYSCONF_DIR/virt/virt.conf\n"
+	       "# One section per metric family module; values shown are the defaults.\n"
+	       "# A bad key or value disables that module only: the PMDA log\n"
+	       "# ($PCP_LOG_DIR/pmcd/virt.log) names the file, line and key.\n\n");
+	printf("[agent]\n");
+	for (unsigned int i = 0; i < sizeof(agent_options) / sizeof(agent_options[0]); i++)
+		printf("# %s\n%s = %s\n", agent_options[i].help, agent_options[i].key,
+		       agent_options[i].defval);
+	printf("\n");
+	for (int f = 1; f < VIRT_NFAMILIES; f++)
+		if (families[f].mod)
+			print_section(families[f].name, families[f].mod->options,
+				      families[f].mod->noptions);
 }
 
 static void load_modules(void)
@@ -503,12 +535,13 @@ static pmLongOptions longopts[] = {
 	{ "config", 1, 'c', "FILE", "configuration file [default $PCP_SYSCONF_DIR/virt/virt.conf]" },
 	{ "modules", 1, 'M', "DIR", "family modules directory [default $PCP_PMDAS_DIR/virt/modules]" },
 	{ "pmns", 0, 'n', NULL, "print the namespace in PMNS syntax and exit" },
+	{ "default-config", 0, 'C', NULL, "print the default virt.conf and exit" },
 	PMOPT_HELP,
 	PMDA_OPTIONS_END
 };
 
 static pmdaOptions opts = {
-	.short_options = "D:d:l:c:M:n?",
+	.short_options = "D:d:l:c:M:nC?",
 	.long_options = longopts,
 };
 
@@ -516,7 +549,7 @@ int main(int argc, char **argv)
 {
 	pmdaInterface dispatch;
 	char helpfile[MAXPATHLEN], defconf[MAXPATHLEN], defmods[MAXPATHLEN];
-	int c, sep = pmPathSeparator();
+	int c, dump = 0, sep = pmPathSeparator();
 
 	pmSetProgname(argv[0]);
 	pmsprintf(helpfile, sizeof(helpfile), "%s%c" "virt" "%c" "help",
@@ -539,8 +572,9 @@ int main(int argc, char **argv)
 			module_dir = opts.optarg;
 			break;
 		case 'n':
-			print_pmns();
-			return 0;
+		case 'C':
+			dump = c;
+			break;
 		default:
 			break;
 		}
@@ -548,6 +582,15 @@ int main(int argc, char **argv)
 	if (opts.errors) {
 		pmdaUsageMessage(&opts);
 		exit(1);
+	}
+	if (dump == 'n') {
+		print_pmns();
+		return 0;
+	}
+	if (dump == 'C') {
+		load_modules();
+		print_config();
+		return 0;
 	}
 
 	pmdaOpenLog(&dispatch);

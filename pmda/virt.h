@@ -119,6 +119,14 @@ struct virt_method {
 int virt_attach_chain(struct virt_family *fam, const struct virt_method *m,
 		      unsigned int n);
 
+/* Variants of a family's programs live in one BPF object, named
+ * virt_<family>_<variant>_<what> (e.g. virt_virtio_fentry_add_sgs and
+ * virt_virtio_kprobe_add_sgs). Before load, enable only one variant's
+ * programs; returns how many are enabled. */
+struct bpf_object;
+unsigned int virt_autoload_variant(struct bpf_object *obj, const char *family,
+				   const char *variant);
+
 /* Bulk map reads: one BPF_MAP_LOOKUP_BATCH for the whole map (a few when
  * the kernel returns less). values holds max_entries values; a per-CPU
  * value is round_up(value_size, 8) * virt_ncpus() bytes. Returns the number
