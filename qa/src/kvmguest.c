@@ -1,0 +1,530 @@
+/*
+ * kvmguest - a tiny VMM whose guest causes an exactly known set of KVM exits,
+ * so that QA can assert exact deltas of pmdavirt's kvm.* counters.
+ *
+ * Build:  cc -std=c11 -O2 -Wall -Wextra -Werror -o kvmguest kvmguest.c
+ * (glibc >= 2.34: pthreads are in libc, no -pthread needed.)
+ *
+ * Usage:  kvmguest [-o N] [-c N] [-h N] [-n NR] [-d USEC] [-v N] [-r R]
+ *                  [-p PORT] [-V amd|intel] [-q]
+ *   -o N      N `out PORT, al` instructions per vCPU (default 0)
+ *   -c N      N `cpuid` instructions per vCPU (default 0)
+ *   -h N      N hypercalls per vCPU (default 0)
+ *   -n NR     hypercall number, in eax (default 42)
+ *   -d USEC   after every KVM_EXIT_IO, busy-wait USEC microseconds (spinning
+ *             on clock_gettime(CLOCK_MONOTONIC)) before the next KVM_RUN
+ *   -v N      vCPUs (default 1); every vCPU runs the same program on its own
+ *             thread (vCPU 0 on the main thread)
+ *   -r R      create, run and destroy the VM R times (default 1)
+ *   -p PORT   I/O port for the `out` loop (default 0x10, 0..255)
+ *   -V V      hypercall instruction: amd = vmmcall, intel = vmcall (default:
+ *             from the host CPU vendor, read with cpuid in this process)
+ *   -q        quiet: no summary on stdout (exit status still tells)
+ *
+ * The VM: no in-kernel irqchip, no PIT (no KVM_CREATE_IRQCHIP/KVM_CREATE_PIT2),
+ * so every port I/O goes to userspace and `hlt` exits to userspace
+ * (KVM_EXIT_HLT). 64 KiB of guest RAM at GPA 0 (one memslot), the program at
+ * GPA 0x1000, CS=0 IP=0x1000, real mode (16-bit). No memory operands, no
+ * stack: the guest touches only the code page. Program, N values patched in
+ * as immediates:
+ *
+ *        mov  edi, N_out ; test edi, edi ; jz 1f
+ *     0: mov  al, 0 ; out PORT, al ; dec edi ; jnz 0b
+ *     1: mov  edi, N_cpuid ; test edi, edi ; jz 3f
+ *     2: xor  eax, eax ; xor ecx, ecx ; cpuid ; dec edi ; jnz 2b
+ *     3: mov  edi, N_hc ; test edi, edi ; jz 5f
+ *     4: mov  eax, NR ; xor ebx, ebx ; xor ecx, ecx ; xor edx, edx
+ *        vmmcall (AMD) | vmcall (Intel) ; dec edi ; jnz 4b
+ *     5: hlt
+ *        jmp  5b
+ *
+ * The loop counter is edi: cpuid clobbers eax/ebx/ecx/edx, a hypercall
+ * returns in eax and takes its arguments from rbx/rcx/rdx/rsi.
+ *
+ * Exits caused by ONE vCPU run (multiply by -v and -r), in the kvm_exit
+ * tracepoint's terms:
+ *   io        N_out       (SVM 0x7b / VMX 30 IO_INSTRUCTION); each is also
+ *                         a KVM_EXIT_IO to the VMM (kvm_userspace_exit io)
+ *   cpuid     N_cpuid     (SVM 0x72 / VMX 10), handled in the kernel
+ *   vmmcall   N_hc        (SVM 0x81) / VMCALL (VMX 18), handled in the
+ *                         kernel: kvm_hypercall nr=NR each time; for an
+ *                         unknown NR (42) the guest gets -KVM_ENOSYS
+ *   hlt       1           (SVM 0x78 / VMX 12), KVM_EXIT_HLT to the VMM
+ *   KVM_RUN returns = N_out + 1 (io ones + the final hlt)
+ * Not under our control, not to be asserted exactly:
+ *   npf (SVM 0x400) / EPT_VIOLATION (VMX 48): the first fetch from the code
+ *   page builds its NPT/EPT entry. Observed (Debian 6.1 kvm_amd nested in
+ *   QEMU TCG): exactly 1 per VM (kvm_page_fault at GPA 0x1000), also with
+ *   -v 4; vCPUs faulting concurrently, or host reclaim/migration, may add
+ *   more. There is no way to pre-fault on 6.1 (KVM_PRE_FAULT_MEMORY is 6.10+).
+ *   intr (SVM 0x60) / EXTERNAL_INTERRUPT (VMX 1): host interrupts (timer
+ *   ticks) while the guest runs; observed 2..23 per run under TCG.
+ *   pause and others could appear the same way (never observed).
+ * There is no set-up or termination port I/O: io exits are exactly N_out.
+ * kvm_entry fires once per kvm_exit. The hypercall number is used as is:
+ * pick one KVM does not implement (42, 7, ...) for a side-effect-free call
+ * returning -KVM_ENOSYS; e.g. 11 (KVM_HC_SCHED_YIELD) returns 0.
+ * Only the AMD path (vmmcall) has been run; the Intel one (vmcall, with
+ * KVM_SET_TSS_ADDR for hosts without unrestricted guest) is untested.
+ *
+ * Summary on stdout (totals over all vCPUs and repeats), one fact per line:
+ *   vendor amd|intel            hypercall instruction family used
+ *   vcpus V / repeats R
+ *   io_exits N                  KVM_EXIT_IO seen   (= o * v * r)
+ *   hlt_exits N                 KVM_EXIT_HLT seen  (= v * r)
+ *   other_exits N               any other KVM_RUN return (must be 0)
+ *   userspace_exits N           KVM_RUN returns    (= (o + 1) * v * r)
+ *   cpuid N                     cpuid executed     (= c * v * r)
+ *   hypercalls N nr NR          hypercalls executed (= h * v * r)
+ *   hypercall_ret X             guest eax after the last hypercall (signed,
+ *                               -1000 = -KVM_ENOSYS), or "none"
+ *   io_delay_ns N               time spent in the -d busy-waits
+ *   run_ns N                    first KVM_RUN to last hlt, summed over VMs
+ *   elapsed_ns N                whole run, VM creation to destruction
+ * "executed" counts are verified at the final hlt: rip must be just past
+ * the hlt and edi 0, else the guest did not run the whole program.
+ *
+ * Exit status: 0 ok; 1 usage; 2 system/KVM error; 3 unexpected guest
+ * behaviour (unexpected exit, wrong final state); 77 /dev/kvm missing.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/kvm.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define GUEST_MEM	0x10000UL
+#define CODE_GPA	0x1000UL
+#define TSS_ADDR	0xfffbd000UL	/* Intel without unrestricted guest */
+
+static unsigned long n_out, n_cpuid, n_hc, hc_nr = 42, delay_us;
+static unsigned long n_vcpus = 1, repeats = 1, port = 0x10;
+static int quiet, intel;
+
+static int kvm_fd = -1;
+static size_t run_size;
+static size_t hlt_off;	/* offset of the hlt in the program */
+
+struct vcpu {
+	int fd;
+	unsigned id;
+	struct kvm_run *run;
+	pthread_t thread;
+	/* results */
+	uint64_t io, hlt, other, runs, delay_ns, end_ns;
+	int64_t hc_ret;
+	int bad;
+};
+
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+	int e = errno;
+
+	fprintf(stderr, "kvmguest: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, ": %s\n", strerror(e));
+	exit(2);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void host_vendor(char v[13])
+{
+	uint32_t a = 0, b, c, d;
+
+	__asm__ volatile("cpuid" : "+a"(a), "=b"(b), "=c"(c), "=d"(d));
+	memcpy(v, &b, 4);
+	memcpy(v + 4, &d, 4);
+	memcpy(v + 8, &c, 4);
+	v[12] = 0;
+}
+
+/* ---- guest code ---- */
+
+struct code {
+	uint8_t *p;
+	size_t n;
+};
+
+static void b(struct code *c, int n, ...)
+{
+	va_list ap;
+
+	va_start(ap, n);
+	while (n--)
+		c->p[c->n++] = (uint8_t)va_arg(ap, int);
+	va_end(ap);
+}
+
+static void imm32(struct code *c, uint32_t v)
+{
+	b(c, 4, v & 0xff, (v >> 8) & 0xff, (v >> 16) & 0xff, v >> 24);
+}
+
+static void rel8(struct code *c, size_t at, size_t target)
+{
+	long d = (long)target - (long)(at + 1);
+
+	if (d < -128 || d > 127) {
+		fprintf(stderr, "kvmguest: internal error: jump too far\n");
+		exit(2);
+	}
+	c->p[at] = (uint8_t)(int8_t)d;
+}
+
+/* One counted loop over body(); returns nothing, patches its own jumps. */
+static void loop(struct code *c, uint32_t count, void (*body)(struct code *))
+{
+	size_t jz, top;
+
+	b(c, 2, 0x66, 0xbf); imm32(c, count);	/* mov edi, count */
+	b(c, 3, 0x66, 0x85, 0xff);		/* test edi, edi */
+	b(c, 2, 0x74, 0); jz = c->n - 1;	/* jz past */
+	top = c->n;
+	body(c);
+	b(c, 2, 0x66, 0x4f);			/* dec edi */
+	b(c, 2, 0x75, 0); rel8(c, c->n - 1, top); /* jnz top */
+	rel8(c, jz, c->n);
+}
+
+static void out_body(struct code *c)
+{
+	b(c, 2, 0xb0, 0x00);			/* mov al, 0 */
+	b(c, 2, 0xe6, (int)port);		/* out port, al */
+}
+
+static void cpuid_body(struct code *c)
+{
+	b(c, 3, 0x66, 0x31, 0xc0);		/* xor eax, eax */
+	b(c, 3, 0x66, 0x31, 0xc9);		/* xor ecx, ecx */
+	b(c, 2, 0x0f, 0xa2);			/* cpuid */
+}
+
+static void hc_body(struct code *c)
+{
+	b(c, 2, 0x66, 0xb8); imm32(c, (uint32_t)hc_nr); /* mov eax, nr */
+	b(c, 3, 0x66, 0x31, 0xdb);		/* xor ebx, ebx */
+	b(c, 3, 0x66, 0x31, 0xc9);		/* xor ecx, ecx */
+	b(c, 3, 0x66, 0x31, 0xd2);		/* xor edx, edx */
+	if (intel)
+		b(c, 3, 0x0f, 0x01, 0xc1);	/* vmcall */
+	else
+		b(c, 3, 0x0f, 0x01, 0xd9);	/* vmmcall */
+}
+
+static void assemble(uint8_t *mem)
+{
+	struct code c = { mem + CODE_GPA, 0 };
+
+	loop(&c, (uint32_t)n_out, out_body);
+	loop(&c, (uint32_t)n_cpuid, cpuid_body);
+	loop(&c, (uint32_t)n_hc, hc_body);
+	hlt_off = c.n;
+	b(&c, 1, 0xf4);				/* hlt */
+	b(&c, 2, 0xeb, 0xfd);			/* jmp hlt */
+}
+
+/* ---- vCPU ---- */
+
+static void vcpu_setup(int vm, struct vcpu *v)
+{
+	struct kvm_sregs sregs;
+	struct kvm_regs regs;
+
+	v->fd = ioctl(vm, KVM_CREATE_VCPU, (unsigned long)v->id);
+	if (v->fd < 0)
+		die("KVM_CREATE_VCPU %u", v->id);
+	v->run = mmap(NULL, run_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		      v->fd, 0);
+	if (v->run == MAP_FAILED)
+		die("mmap kvm_run");
+	if (ioctl(v->fd, KVM_GET_SREGS, &sregs) < 0)
+		die("KVM_GET_SREGS");
+	sregs.cs.base = 0;
+	sregs.cs.selector = 0;
+	if (ioctl(v->fd, KVM_SET_SREGS, &sregs) < 0)
+		die("KVM_SET_SREGS");
+	memset(&regs, 0, sizeof(regs));
+	regs.rip = CODE_GPA;
+	regs.rflags = 0x2;
+	if (ioctl(v->fd, KVM_SET_REGS, &regs) < 0)
+		die("KVM_SET_REGS");
+}
+
+static void spin_us(struct vcpu *v)
+{
+	uint64_t t0 = now_ns(), t, end = t0 + delay_us * 1000u;
+
+	do
+		t = now_ns();
+	while (t < end);
+	v->delay_ns += t - t0;
+}
+
+static void *vcpu_run(void *arg)
+{
+	struct vcpu *v = arg;
+	struct kvm_run *r = v->run;
+	struct kvm_regs regs;
+
+	for (;;) {
+		if (ioctl(v->fd, KVM_RUN, 0) < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			die("KVM_RUN vcpu %u", v->id);
+		}
+		v->runs++;
+		switch (r->exit_reason) {
+		case KVM_EXIT_IO:
+			if (r->io.direction != KVM_EXIT_IO_OUT ||
+			    r->io.port != port || r->io.size != 1 ||
+			    r->io.count != 1) {
+				fprintf(stderr, "kvmguest: vcpu %u: unexpected io "
+					"dir %u port %#x size %u count %u\n",
+					v->id, r->io.direction, r->io.port,
+					r->io.size, r->io.count);
+				v->bad = 1;
+				return NULL;
+			}
+			v->io++;
+			if (delay_us)
+				spin_us(v);
+			break;
+		case KVM_EXIT_HLT:
+			v->end_ns = now_ns();
+			v->hlt++;
+			if (ioctl(v->fd, KVM_GET_REGS, &regs) < 0)
+				die("KVM_GET_REGS");
+			if (regs.rip != CODE_GPA + hlt_off + 1 ||
+			    (uint32_t)regs.rdi != 0) {
+				fprintf(stderr, "kvmguest: vcpu %u: hlt at rip "
+					"%#llx edi %#x, expected rip %#lx edi 0\n",
+					v->id, (unsigned long long)regs.rip,
+					(uint32_t)regs.rdi,
+					CODE_GPA + hlt_off + 1);
+				v->bad = 1;
+			}
+			v->hc_ret = (int32_t)(uint32_t)regs.rax;
+			return NULL;
+		default:
+			v->other++;
+			fprintf(stderr, "kvmguest: vcpu %u: unexpected exit "
+				"reason %u", v->id, r->exit_reason);
+			if (r->exit_reason == KVM_EXIT_FAIL_ENTRY)
+				fprintf(stderr, " (fail_entry hw reason %#llx)",
+					(unsigned long long)
+					r->fail_entry.hardware_entry_failure_reason);
+			if (r->exit_reason == KVM_EXIT_INTERNAL_ERROR)
+				fprintf(stderr, " (internal error suberror %u)",
+					r->internal.suberror);
+			fprintf(stderr, "\n");
+			v->bad = 1;
+			return NULL;
+		}
+	}
+}
+
+/* ---- one VM lifetime ---- */
+
+struct totals {
+	uint64_t io, hlt, other, runs, delay_ns, run_ns;
+	int64_t hc_ret;
+	int bad;
+};
+
+static void one_vm(struct totals *t)
+{
+	struct kvm_userspace_memory_region region;
+	struct vcpu *vc;
+	uint64_t t0, tend = 0;
+	uint8_t *mem;
+	unsigned long i;
+	int vm;
+
+	vm = ioctl(kvm_fd, KVM_CREATE_VM, 0UL);
+	if (vm < 0)
+		die("KVM_CREATE_VM");
+	if (ioctl(vm, KVM_SET_TSS_ADDR, TSS_ADDR) < 0)
+		die("KVM_SET_TSS_ADDR");
+	mem = mmap(NULL, GUEST_MEM, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE | MAP_NORESERVE,
+		   -1, 0);
+	if (mem == MAP_FAILED)
+		die("mmap guest memory");
+	assemble(mem);
+	memset(&region, 0, sizeof(region));
+	region.slot = 0;
+	region.guest_phys_addr = 0;
+	region.memory_size = GUEST_MEM;
+	region.userspace_addr = (uintptr_t)mem;
+	if (ioctl(vm, KVM_SET_USER_MEMORY_REGION, &region) < 0)
+		die("KVM_SET_USER_MEMORY_REGION");
+
+	vc = calloc(n_vcpus, sizeof(*vc));
+	if (!vc)
+		die("calloc");
+	for (i = 0; i < n_vcpus; i++) {
+		vc[i].id = (unsigned)i;
+		vcpu_setup(vm, &vc[i]);
+	}
+
+	t0 = now_ns();
+	for (i = 1; i < n_vcpus; i++) {
+		errno = pthread_create(&vc[i].thread, NULL, vcpu_run, &vc[i]);
+		if (errno)
+			die("pthread_create");
+	}
+	vcpu_run(&vc[0]);
+	for (i = 1; i < n_vcpus; i++)
+		pthread_join(vc[i].thread, NULL);
+
+	for (i = 0; i < n_vcpus; i++) {
+		struct vcpu *v = &vc[i];
+
+		t->io += v->io;
+		t->hlt += v->hlt;
+		t->other += v->other;
+		t->runs += v->runs;
+		t->delay_ns += v->delay_ns;
+		t->hc_ret = v->hc_ret;
+		t->bad |= v->bad;
+		if (v->end_ns > tend)
+			tend = v->end_ns;
+		munmap(v->run, run_size);
+		close(v->fd);
+	}
+	if (tend > t0)
+		t->run_ns += tend - t0;
+	free(vc);
+	close(vm);
+	munmap(mem, GUEST_MEM);
+}
+
+/* ---- main ---- */
+
+static unsigned long num(const char *s, char opt, unsigned long max)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 0);
+	if (errno || *s == '-' || !*s || *end || v > max) {
+		fprintf(stderr, "kvmguest: bad value for -%c: %s\n", opt, s);
+		exit(1);
+	}
+	return v;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: kvmguest [-o N] [-c N] [-h N] [-n NR] "
+		"[-d USEC] [-v N] [-r R] [-p PORT] [-V amd|intel] [-q]\n");
+	exit(1);
+}
+
+int main(int argc, char **argv)
+{
+	struct totals t;
+	char vendor[13];
+	const char *force = NULL;
+	unsigned long i;
+	uint64_t t0, t1;
+	int opt, mmap_size;
+
+	while ((opt = getopt(argc, argv, "o:c:h:n:d:v:r:p:V:q")) != -1) {
+		switch (opt) {
+		case 'o': n_out = num(optarg, 'o', 0x7fffffff); break;
+		case 'c': n_cpuid = num(optarg, 'c', 0x7fffffff); break;
+		case 'h': n_hc = num(optarg, 'h', 0x7fffffff); break;
+		case 'n': hc_nr = num(optarg, 'n', 0xffffffff); break;
+		case 'd': delay_us = num(optarg, 'd', 60000000); break;
+		case 'v': n_vcpus = num(optarg, 'v', 256); break;
+		case 'r': repeats = num(optarg, 'r', 1000000); break;
+		case 'p': port = num(optarg, 'p', 0xff); break;
+		case 'V': force = optarg; break;
+		case 'q': quiet = 1; break;
+		default: usage();
+		}
+	}
+	if (optind != argc || n_vcpus < 1)
+		usage();
+
+	host_vendor(vendor);
+	if (force) {
+		if (!strcmp(force, "amd"))
+			intel = 0;
+		else if (!strcmp(force, "intel"))
+			intel = 1;
+		else
+			usage();
+	} else {
+		intel = strcmp(vendor, "AuthenticAMD") != 0 &&
+			strcmp(vendor, "HygonGenuine") != 0;
+	}
+
+	kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (kvm_fd < 0) {
+		if (errno == ENOENT) {
+			fprintf(stderr, "kvmguest: /dev/kvm: %s\n", strerror(errno));
+			return 77;
+		}
+		die("/dev/kvm");
+	}
+	if (ioctl(kvm_fd, KVM_GET_API_VERSION, 0) != KVM_API_VERSION)
+		die("KVM_GET_API_VERSION");
+	mmap_size = ioctl(kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
+	if (mmap_size < (int)sizeof(struct kvm_run))
+		die("KVM_GET_VCPU_MMAP_SIZE");
+	run_size = (size_t)mmap_size;
+
+	memset(&t, 0, sizeof(t));
+	t0 = now_ns();
+	for (i = 0; i < repeats && !t.bad; i++)
+		one_vm(&t);
+	t1 = now_ns();
+
+	if (!quiet) {
+		printf("vendor %s\n", intel ? "intel" : "amd");
+		printf("host_vendor %s\n", vendor);
+		printf("hypercall_insn %s\n", intel ? "vmcall" : "vmmcall");
+		printf("vcpus %lu\n", n_vcpus);
+		printf("repeats %lu\n", i);
+		printf("port %#lx\n", port);
+		printf("io_exits %" PRIu64 "\n", t.io);
+		printf("hlt_exits %" PRIu64 "\n", t.hlt);
+		printf("other_exits %" PRIu64 "\n", t.other);
+		printf("userspace_exits %" PRIu64 "\n", t.runs);
+		printf("cpuid %lu\n", t.bad ? 0 : n_cpuid * n_vcpus * i);
+		printf("hypercalls %lu nr %lu\n",
+		       t.bad ? 0 : n_hc * n_vcpus * i, hc_nr);
+		if (n_hc && !t.bad)
+			printf("hypercall_ret %" PRId64 "\n", t.hc_ret);
+		else
+			printf("hypercall_ret none\n");
+		printf("io_delay_ns %" PRIu64 "\n", t.delay_ns);
+		printf("run_ns %" PRIu64 "\n", t.run_ns);
+		printf("elapsed_ns %" PRIu64 "\n", t1 - t0);
+		printf("status %s\n", t.bad ? "bad" : "ok");
+	}
+	return t.bad ? 3 : 0;
+}
