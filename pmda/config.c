@@ -97,6 +97,7 @@ int cfg_section_reset(struct cfg_section *sec, cfg_log_fn log, void *arg)
 
 	sec->enabled = true;
 	sec->broken = false;
+	sec->broken_line = 0;
 	for (unsigned int i = 0; i < sec->nopts; i++) {
 		if (set_value(&sec->opts[i], &sec->vals[i], sec->opts[i].defval) < 0) {
 			report(log, arg, "[%s] built-in default %s = %s is invalid",
@@ -167,6 +168,8 @@ static void problem(struct parse_state *ps, int line, const char *fmt, const cha
 	if (ps->cur) {
 		report(ps->log, ps->arg, "%s:%d: [%s] %s; module %s disabled",
 		       ps->file, line, ps->cur->name, what, ps->cur->name);
+		if (!ps->cur->broken)
+			ps->cur->broken_line = line;
 		ps->cur->broken = true;
 	} else {
 		report(ps->log, ps->arg, "%s:%d: %s", ps->file, line, what);

@@ -42,6 +42,7 @@ struct cfg_section {
 	union virt_optval *vals;	/* nopts entries */
 	bool enabled;
 	bool broken;			/* a value in this section was bad */
+	int broken_line;		/* line of the first problem in it */
 };
 
 typedef void (*cfg_log_fn)(void *arg, const char *msg);

@@ -280,7 +280,8 @@ static void load_config(void)
 
 		fam->state = VIRT_DISABLED;
 		if (secs[i].broken)
-			virt_set_reason(fam, "bad configuration in %s (see pmdavirt.log)", config_path);
+			virt_set_reason(fam, "bad configuration at %s:%d (details in the PMDA log)",
+					config_path, secs[i].broken_line);
 		else if (!secs[i].enabled)
 			fam->reason[0] = '\0';
 		else if (fam->mod)

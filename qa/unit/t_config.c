@@ -29,8 +29,8 @@ static int parse(const char *text)
 {
 	log_buf[0] = '\0';
 	log_lines = 0;
-	secs[0] = (struct cfg_section){ "kvm", opts, 3, kv, false, false };
-	secs[1] = (struct cfg_section){ "virtio", opts, 3, vv, false, false };
+	secs[0] = (struct cfg_section){ .name = "kvm", .opts = opts, .nopts = 3, .vals = kv };
+	secs[1] = (struct cfg_section){ .name = "virtio", .opts = opts, .nopts = 3, .vals = vv };
 	cfg_section_reset(&secs[0], logger, NULL);
 	cfg_section_reset(&secs[1], logger, NULL);
 	return cfg_parse("virt.conf", text, strlen(text), secs, 2, logger, NULL);
@@ -52,7 +52,7 @@ int main(void)
 	/* bad value: file, line, key and the expected range are named; only
 	 * that section is broken */
 	CHECK(parse("[virtio]\n[kvm]\n\nmax_vms = 101\n") == 1);
-	CHECK(secs[0].broken && !secs[1].broken);
+	CHECK(secs[0].broken && !secs[1].broken && secs[0].broken_line == 4);
 	CHECK(strstr(log_buf, "virt.conf:4: [kvm] key 'max_vms': bad value '101' "
 			      "(expected an integer from 1 to 100); module kvm disabled") != NULL);
 	CHECK(parse("[kvm]\nmax_vms = -1\n") == 1 && secs[0].broken);
