@@ -20,6 +20,8 @@
  *   -V V      hypercall instruction: amd = vmmcall, intel = vmcall (default:
  *             from the host CPU vendor, read with cpuid in this process)
  *   -q        quiet: no summary on stdout (exit status still tells)
+ *   -w SECS   after the summary, linger SECS seconds before exiting (the
+ *             process stays alive, so per-VMM-process metrics can be read)
  *
  * The VM: no in-kernel irqchip, no PIT (no KVM_CREATE_IRQCHIP/KVM_CREATE_PIT2),
  * so every port I/O goes to userspace and `hlt` exits to userspace
@@ -110,6 +112,7 @@
 static unsigned long n_out, n_cpuid, n_hc, hc_nr = 42, delay_us;
 static unsigned long n_vcpus = 1, repeats = 1, port = 0x10;
 static int quiet, intel;
+static unsigned long linger;
 
 static int kvm_fd = -1;
 static size_t run_size;
@@ -438,7 +441,7 @@ static unsigned long num(const char *s, char opt, unsigned long max)
 static void usage(void)
 {
 	fprintf(stderr, "usage: kvmguest [-o N] [-c N] [-h N] [-n NR] "
-		"[-d USEC] [-v N] [-r R] [-p PORT] [-V amd|intel] [-q]\n");
+		"[-d USEC] [-v N] [-r R] [-p PORT] [-V amd|intel] [-q] [-w SECS]\n");
 	exit(1);
 }
 
@@ -451,7 +454,7 @@ int main(int argc, char **argv)
 	uint64_t t0, t1;
 	int opt, mmap_size;
 
-	while ((opt = getopt(argc, argv, "o:c:h:n:d:v:r:p:V:q")) != -1) {
+	while ((opt = getopt(argc, argv, "o:c:h:n:d:v:r:p:V:qw:")) != -1) {
 		switch (opt) {
 		case 'o': n_out = num(optarg, 'o', 0x7fffffff); break;
 		case 'c': n_cpuid = num(optarg, 'c', 0x7fffffff); break;
@@ -463,6 +466,7 @@ int main(int argc, char **argv)
 		case 'p': port = num(optarg, 'p', 0xff); break;
 		case 'V': force = optarg; break;
 		case 'q': quiet = 1; break;
+		case 'w': linger = num(optarg, 'w', 86400); break;
 		default: usage();
 		}
 	}
@@ -526,5 +530,8 @@ int main(int argc, char **argv)
 		printf("elapsed_ns %" PRIu64 "\n", t1 - t0);
 		printf("status %s\n", t.bad ? "bad" : "ok");
 	}
+	fflush(stdout);
+	if (linger)
+		sleep((unsigned int)linger);
 	return t.bad ? 3 : 0;
 }
