@@ -435,6 +435,7 @@ static int read_vms(struct kvm_state *st)
 		uint64_t sum[VM_WORDS];
 
 		if (!pid_alive(pid)) {
+			virt_bpf_syscalls++;
 			bpf_map_delete_elem(bpf_map__fd(map), &pid);
 			continue;
 		}
@@ -464,20 +465,21 @@ static int read_vms(struct kvm_state *st)
 static void sweep_vcpus(struct kvm_state *st)
 {
 	struct bpf_map *map = st->skel->maps.vcpus;
-	__u32 key, next, *prev = NULL;
-	int fd = bpf_map__fd(map);
+	int fd = bpf_map__fd(map), got;
 	time_t now = time(NULL);
-	unsigned int budget = 2 * bpf_map__max_entries(map);
 
 	if (now - st->last_sweep < 10)
 		return;
 	st->last_sweep = now;
-	while (budget-- && bpf_map_get_next_key(fd, prev, &next) == 0) {
-		virt_bpf_syscalls++;
-		if (!pid_alive(next) && bpf_map_delete_elem(fd, &next) == 0)
-			continue;	/* the walk goes on from prev */
-		key = next;
-		prev = &key;
+	got = virt_map_dump(fd, st->keys, sizeof(__u32), st->vals,
+			    bpf_map__value_size(map), bpf_map__max_entries(map));
+	for (int i = 0; i < got; i++) {
+		__u32 tid = ((__u32 *)st->keys)[i];
+
+		if (!pid_alive(tid)) {
+			virt_bpf_syscalls++;
+			bpf_map_delete_elem(fd, &tid);
+		}
 	}
 }
 

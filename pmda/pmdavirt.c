@@ -358,6 +358,7 @@ static void refresh_family(struct virt_family *fam)
 
 	if (fam->state != VIRT_ACTIVE || !fam->mod->refresh)
 		return;
+	refreshes++;
 	rc = fam->mod->refresh(fam);
 	if (rc < 0)
 		pmNotifyErr(LOG_WARNING, "%s: refresh failed: %s", fam->name, strerror(-rc));
@@ -377,7 +378,6 @@ static int virt_fetch(int numpmid, pmID *pmidlist, pmResult **resp, pmdaExt *pmd
 	for (int f = 1; f < VIRT_NFAMILIES; f++)
 		if (want[f])
 			refresh_family(&families[f]);
-	refreshes++;
 	return pmdaFetch(numpmid, pmidlist, resp, pmda);
 }
 
@@ -418,6 +418,10 @@ static int fetch_control(enum virt_metric_id id, unsigned int inst, pmAtomValue 
 	}
 	if (id == VIRT_M_REFRESHES) {
 		atom->ull = refreshes;
+		return PMDA_FETCH_STATIC;
+	}
+	if (id == VIRT_M_BPF_CALLS) {
+		atom->ull = virt_bpf_syscalls;
 		return PMDA_FETCH_STATIC;
 	}
 	if (inst == 0 || inst >= VIRT_NFAMILIES)
