@@ -159,12 +159,17 @@ struct parse_state {
 	int problems;
 };
 
-static void problem(struct parse_state *ps, int line, const char *fmt, const char *a,
-		    const char *b, const char *c)
+static void problem(struct parse_state *ps, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void problem(struct parse_state *ps, int line, const char *fmt, ...)
 {
 	char what[CFG_LINE_MAX + 128];
+	va_list ap;
 
-	snprintf(what, sizeof(what), fmt, a, b, c);
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
 	if (ps->cur) {
 		report(ps->log, ps->arg, "%s:%d: [%s] %s; module %s disabled",
 		       ps->file, line, ps->cur->name, what, ps->cur->name);
@@ -185,14 +190,14 @@ static void parse_header(struct parse_state *ps, int line, char *s)
 	ps->cur = NULL;
 	ps->in_unknown = true;
 	if (!end || *trim(end + 1) != '\0') {
-		problem(ps, line, "malformed section header '%s' (expected [name])", s, "", "");
+		problem(ps, line, "malformed section header '%s' (expected [name])", s);
 		return;
 	}
 	*end = '\0';
 	name = trim(s + 1);
 	ps->cur = find_section(ps->secs, ps->nsecs, name);
 	if (!ps->cur) {
-		problem(ps, line, "unknown section [%s] ignored", name, "", "");
+		problem(ps, line, "unknown section [%s] ignored", name);
 		return;
 	}
 	ps->in_unknown = false;
@@ -206,7 +211,7 @@ static void parse_assignment(struct parse_state *ps, int line, char *s)
 	unsigned int i;
 
 	if (!eq) {
-		problem(ps, line, "expected 'key = value', found '%s'", s, "", "");
+		problem(ps, line, "expected 'key = value', found '%s'", s);
 		return;
 	}
 	*eq = '\0';
@@ -214,7 +219,7 @@ static void parse_assignment(struct parse_state *ps, int line, char *s)
 	value = trim(eq + 1);
 	if (!ps->cur) {
 		if (!ps->in_unknown)
-			problem(ps, line, "key '%s' outside any [section]", key, "", "");
+			problem(ps, line, "key '%s' outside any [section]", key);
 		return;			/* unknown section: reported at its header */
 	}
 	if (strcmp(key, "enabled") == 0) {
@@ -230,7 +235,7 @@ static void parse_assignment(struct parse_state *ps, int line, char *s)
 		}
 	}
 	if (!opt) {
-		problem(ps, line, "unknown key '%s'%s%s", key, "", "");
+		problem(ps, line, "unknown key '%s'", key);
 		return;
 	}
 	if (set_value(opt, &ps->cur->vals[i], value) < 0)
@@ -256,23 +261,25 @@ int cfg_parse(const char *file, const char *text, size_t len,
 
 		line++;
 		while (pos < len && text[pos] != '\n') {
-			if (n < sizeof(buf) - 1)
-				buf[n++] = text[pos] ? text[pos] : '\x01';
-			else
+			if (n >= sizeof(buf) - 1)
 				too_long = true;
+			else if (text[pos] == '\0')
+				buf[n++] = '\x01';	/* caught as non-printable */
+			else
+				buf[n++] = text[pos];
 			pos++;
 		}
 		pos++;			/* the newline */
 		buf[n] = '\0';
 		if (too_long) {
-			problem(&ps, line, "line longer than %s characters", "1023", "", "");
+			problem(&ps, line, "line longer than %d characters", CFG_LINE_MAX - 1);
 			continue;
 		}
 		s = trim(buf);
 		if (*s == '\0' || *s == '#' || *s == ';')
 			continue;
 		if (!printable(s)) {
-			problem(&ps, line, "non-printable character in line%s%s%s", "", "", "");
+			problem(&ps, line, "non-printable character in line");
 			continue;
 		}
 		if (*s == '[')

@@ -28,7 +28,9 @@ void virt_sanitize(char *dst, size_t len, const char *src)
 			 (c >= '0' && c <= '9') || c == '_' || c == '.' ||
 			 c == ':' || c == '/';
 
-		dst[i] = ok ? (char)c : '_';
+		dst[i] = src[i];
+		if (!ok)
+			dst[i] = '_';
 	}
 	dst[i] = '\0';
 }

@@ -129,7 +129,7 @@ static struct virt_row *keyed_add(struct keyed_rows *t, uint64_t key, pmInDom in
 
 	if (t->n == t->cap) {
 		size_t cap = t->cap ? t->cap * 2 : 16;
-		struct keyed **v = realloc(t->v, cap * sizeof(*v));
+		struct keyed **v = realloc(t->v, cap * sizeof(struct keyed *));
 
 		if (!v)
 			return NULL;

@@ -100,7 +100,7 @@ void virt_set_reason(struct virt_family *fam, const char *fmt, ...)
 static void print_node(const char *node)
 {
 	size_t len = strlen(node);
-	char *kids[VIRT_NMETRICS];
+	char *kids[VIRT_NMETRICS] = { NULL };
 	size_t nkids = 0;
 
 	printf("%s {\n", node);
@@ -134,7 +134,7 @@ static void print_node(const char *node)
 
 static void print_pmns(void)
 {
-	char *nodes[VIRT_NMETRICS * 8];
+	char *nodes[VIRT_NMETRICS * 8] = { NULL };
 	size_t nnodes = 0;
 
 	for (int depth = 1; depth < 8; depth++) {
@@ -226,7 +226,7 @@ static void load_modules(void)
 			continue;
 		}
 		mod = dlsym(dl, "virt_module");
-		if (!mod || mod->abi != VIRT_MODULE_ABI || strcmp(mod->name, fam->name)) {
+		if (!mod || mod->abi != VIRT_MODULE_ABI || strcmp(mod->name, fam->name) != 0) {
 			virt_set_reason(fam, "%s: not a pmdavirt module (ABI %d)", path, VIRT_MODULE_ABI);
 			dlclose(dl);
 			continue;
@@ -284,10 +284,8 @@ static void load_config(void)
 					config_path, secs[i].broken_line);
 		else if (!secs[i].enabled)
 			fam->reason[0] = '\0';
-		else if (fam->mod)
+		else	/* without a module, reason says why it did not load */
 			fam->state = VIRT_UNAVAILABLE;
-		else
-			fam->state = VIRT_UNAVAILABLE;	/* reason: module load failure */
 	}
 }
 
@@ -553,7 +551,7 @@ static pmdaOptions opts = {
 int main(int argc, char **argv)
 {
 	pmdaInterface dispatch;
-	char helpfile[MAXPATHLEN], defconf[MAXPATHLEN], defmods[MAXPATHLEN];
+	static char helpfile[MAXPATHLEN], defconf[MAXPATHLEN], defmods[MAXPATHLEN];
 	int c, dump = 0, sep = pmPathSeparator();
 
 	pmSetProgname(argv[0]);

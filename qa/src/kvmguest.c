@@ -129,7 +129,7 @@ struct vcpu {
 	int bad;
 };
 
-static void die(const char *fmt, ...)
+static _Noreturn void die(const char *fmt, ...)
 {
 	va_list ap;
 	int e = errno;
@@ -320,10 +320,10 @@ static void *vcpu_run(void *arg)
 			if (regs.rip != CODE_GPA + hlt_off + 1 ||
 			    (uint32_t)regs.rdi != 0) {
 				fprintf(stderr, "kvmguest: vcpu %u: hlt at rip "
-					"%#llx edi %#x, expected rip %#lx edi 0\n",
+					"%#llx edi %#x, expected rip %#zx edi 0\n",
 					v->id, (unsigned long long)regs.rip,
 					(uint32_t)regs.rdi,
-					CODE_GPA + hlt_off + 1);
+					(size_t)(CODE_GPA + hlt_off + 1));
 				v->bad = 1;
 			}
 			v->hc_ret = (int32_t)(uint32_t)regs.rax;
