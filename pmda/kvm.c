@@ -286,6 +286,15 @@ static void init_rows(struct kvm_state *st)
 	}
 }
 
+static void rebase_keyed(struct keyed_rows *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		virt_row_rebase(&t->v[i]->row);
+}
+
+/* The BPF object goes; rows stay (instances keep their ids and counters
+ * stay monotonic across e.g. rmmod/modprobe kvm_amd). VMs are per process:
+ * their rows go with the object, and come back if the process lives on. */
 static void kvm_detach(struct virt_family *fam)
 {
 	struct kvm_state *st = fam->priv;
@@ -293,35 +302,35 @@ static void kvm_detach(struct virt_family *fam)
 	if (!st)
 		return;
 	kvm_bpf__destroy(st->skel);
+	st->skel = NULL;
 	for (unsigned int s = 0; s < KVM_SLOTS; s++)
-		virt_row_retire(&st->slots[s]);
+		virt_row_rebase(&st->slots[s]);
 	for (unsigned int r = 0; r < KVM_UEXIT_REASONS; r++)
-		virt_row_retire(&st->uexit[r]);
-	keyed_clear(&st->other);
-	keyed_clear(&st->hcalls);
+		virt_row_rebase(&st->uexit[r]);
+	rebase_keyed(&st->other);
+	rebase_keyed(&st->hcalls);
 	keyed_clear(&st->vms);
-	free(st->keys);
-	free(st->vals);
-	free(st);
-	fam->priv = NULL;
 }
 
 static int kvm_attach(struct virt_family *fam)
 {
-	struct kvm_state *st = calloc(1, sizeof(*st));
+	struct kvm_state *st = fam->priv;
 
-	if (!st)
-		return -ENOMEM;
-	fam->priv = st;
-	if (alloc_buffers(st, fam) < 0) {
-		kvm_detach(fam);
-		return -ENOMEM;
+	if (!st) {			/* first attach: rows live until exit */
+		st = calloc(1, sizeof(*st));
+		if (!st)
+			return -ENOMEM;
+		if (alloc_buffers(st, fam) < 0) {
+			free(st->keys);
+			free(st->vals);
+			free(st);
+			return -ENOMEM;
+		}
+		fam->priv = st;
+		init_rows(st);
 	}
-	init_rows(st);
-	if (virt_attach_chain(fam, kvm_methods, 3) < 0) {
-		kvm_detach(fam);
+	if (virt_attach_chain(fam, kvm_methods, 3) < 0)
 		return -ENOENT;
-	}
 	return VIRT_ATTACHED;
 }
 
@@ -332,9 +341,7 @@ static void take_stats(struct virt_row *r, const void *percpu)
 	uint64_t sum[STATS_WORDS];
 
 	virt_percpu_sum(percpu, STATS_WORDS, sum);
-	r->v[W_COUNT] = sum[0];
-	r->v[W_TIME] = sum[1];
-	memcpy(r->hist, &sum[2], sizeof(r->hist));
+	virt_row_set(r, sum, 2, &sum[2]);
 	virt_row_expose(r, false);
 }
 
@@ -448,7 +455,7 @@ static int read_vms(struct kvm_state *st)
 				continue;
 		}
 		virt_percpu_sum((char *)st->vals + (size_t)i * stride, VM_WORDS, sum);
-		memcpy(r->v, sum, sizeof(sum));
+		virt_row_set(r, sum, VM_WORDS, NULL);
 		r->live = true;
 		virt_row_expose(r, true);
 	}

@@ -16,6 +16,22 @@ void virt_row_init(struct virt_row *r, pmInDom indom, pmInDom hindom,
 	}
 }
 
+void virt_row_set(struct virt_row *r, const uint64_t *v, unsigned int nv,
+		  const uint64_t *hist)
+{
+	for (unsigned int w = 0; w < nv && w < VIRT_ROW_WORDS; w++)
+		r->v[w] = r->base[w] + v[w];
+	if (hist)
+		for (unsigned int b = 0; b < VIRT_HIST_BUCKETS; b++)
+			r->hist[b] = r->hbase[b] + hist[b];
+}
+
+void virt_row_rebase(struct virt_row *r)
+{
+	memcpy(r->base, r->v, sizeof(r->base));
+	memcpy(r->hbase, r->hist, sizeof(r->hbase));
+}
+
 void virt_row_expose(struct virt_row *r, bool always)
 {
 	char name[VIRT_NAME_MAX + 64];

@@ -32,12 +32,23 @@ struct virt_row {
 	struct virt_bucket_ref ref[VIRT_HIST_BUCKETS];
 	uint64_t v[VIRT_ROW_WORDS];	/* family-defined: count, time, ... */
 	uint64_t hist[VIRT_HIST_BUCKETS];
+	/* what earlier BPF objects counted (before a re-attach), so counters
+	 * stay monotonic when kernel modules come and go */
+	uint64_t base[VIRT_ROW_WORDS];
+	uint64_t hbase[VIRT_HIST_BUCKETS];
 	bool live;			/* seen in the latest refresh */
 };
 
 /* Initialise a row named name (callers sanitize kernel-provided parts). */
 void virt_row_init(struct virt_row *r, pmInDom indom, pmInDom hindom,
 		   const char *name);
+/* Set the row's values from a fresh read of the BPF maps (values since
+ * the current attach) plus the base. hist may be NULL. */
+void virt_row_set(struct virt_row *r, const uint64_t *v, unsigned int nv,
+		  const uint64_t *hist);
+/* The BPF object is going away: fold current values into the base. */
+void virt_row_rebase(struct virt_row *r);
+
 /* Make the row's instance (if always or v[0] != 0) and its non-zero
  * buckets visible. */
 void virt_row_expose(struct virt_row *r, bool always);
