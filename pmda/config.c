@@ -96,6 +96,7 @@ int cfg_section_reset(struct cfg_section *sec, cfg_log_fn log, void *arg)
 	int bad = 0;
 
 	sec->enabled = true;
+	sec->method[0] = '\0';
 	sec->broken = false;
 	sec->broken_line = 0;
 	for (unsigned int i = 0; i < sec->nopts; i++) {
@@ -226,6 +227,17 @@ static void parse_assignment(struct parse_state *ps, int line, char *s)
 		if (cfg_parse_bool(value, &ps->cur->enabled) < 0)
 			problem(ps, line, "key '%s': bad value '%s' (expected %s)",
 				key, value, "true or false");
+		return;
+	}
+	if (strcmp(key, "method") == 0) {
+		size_t n = strspn(value, "abcdefghijklmnopqrstuvwxyz_");
+
+		if (value[n] != '\0' || n == 0 || n >= sizeof(ps->cur->method))
+			problem(ps, line, "key '%s': bad value '%s' (expected auto or a method name)",
+				key, value);
+		else
+			snprintf(ps->cur->method, sizeof(ps->cur->method), "%s",
+				 strcmp(value, "auto") == 0 ? "" : value);
 		return;
 	}
 	for (i = 0; i < ps->cur->nopts; i++) {

@@ -6,6 +6,9 @@
  *   enabled = true
  *   max_vms = 1024
  *
+ * Every section also takes "enabled = true|false" and "method = auto|<name>"
+ * (pin the attach method, e.g. fentry, kprobe, tp_btf, raw_tp, tracepoint).
+ *
  * Pure C (no PCP), so it is unit-tested and fuzzed on its own. Every problem
  * is reported through the log callback with file, line and key; a problem in
  * a section marks that section broken (the agent then disables its module),
@@ -41,6 +44,7 @@ struct cfg_section {
 	unsigned int nopts;
 	union virt_optval *vals;	/* nopts entries */
 	bool enabled;
+	char method[32];		/* "method = ..." (implicit key): "" = auto */
 	bool broken;			/* a value in this section was bad */
 	int broken_line;		/* line of the first problem in it */
 };
@@ -49,7 +53,8 @@ typedef void (*cfg_log_fn)(void *arg, const char *msg);
 
 #define CFG_LINE_MAX 1024
 
-/* Set defaults (enabled = true, every option's defval) and clear broken. */
+/* Set defaults (enabled = true, method auto, every option's defval) and
+ * clear broken. */
 int cfg_section_reset(struct cfg_section *sec, cfg_log_fn log, void *arg);
 /* Free string values. */
 void cfg_section_free(struct cfg_section *sec);

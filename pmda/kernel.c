@@ -75,6 +75,8 @@ int virt_attach_chain(struct virt_family *fam, const struct virt_method *m,
 	uint64_t start = now_ns();
 
 	for (unsigned int i = 0; i < n; i++) {
+		if (fam->want_method[0] && strcmp(fam->want_method, m[i].name) != 0)
+			continue;
 		why[0] = '\0';
 		if (m[i].try(fam, why, sizeof(why)) == 0) {
 			snprintf(fam->method, sizeof(fam->method), "%s", m[i].name);
@@ -84,6 +86,16 @@ int virt_attach_chain(struct virt_family *fam, const struct virt_method *m,
 		pmNotifyErr(LOG_INFO, "%s: %s attach failed: %s", fam->name, m[i].name, why);
 		snprintf(all + strlen(all), sizeof(all) - strlen(all), "%s%s: %s",
 			 i ? "; " : "", m[i].name, why);
+	}
+	if (!all[0]) {
+		size_t len = 0;
+
+		len += (size_t)snprintf(all, sizeof(all), "method %s not offered (offers:",
+					fam->want_method);
+		for (unsigned int i = 0; i < n && len < sizeof(all); i++)
+			len += (size_t)snprintf(all + len, sizeof(all) - len, " %s", m[i].name);
+		if (len < sizeof(all))
+			snprintf(all + len, sizeof(all) - len, ")");
 	}
 	virt_set_reason(fam, "%s", all);
 	return -1;

@@ -180,7 +180,7 @@ static void log_config(void *arg, const char *msg)
 
 static void print_section(const char *name, const struct virt_option *o, unsigned int n)
 {
-	printf("[%s]\nenabled = true\n", name);
+	printf("[%s]\nenabled = true\n# attach method: auto = the cheapest that works here\nmethod = auto\n", name);
 	for (unsigned int i = 0; i < n; i++) {
 		if (o[i].type == VIRT_OPT_UINT)
 			printf("# %s (%llu..%llu)\n", o[i].help, o[i].min, o[i].max);
@@ -279,6 +279,8 @@ static void load_config(void)
 		struct virt_family *fam = &families[i];
 
 		fam->state = VIRT_DISABLED;
+		_Static_assert(sizeof(fam->want_method) == sizeof(secs[i].method), "method size");
+		memcpy(fam->want_method, secs[i].method, sizeof(fam->want_method));
 		if (secs[i].broken)
 			virt_set_reason(fam, "bad configuration at %s:%d (details in the PMDA log)",
 					config_path, secs[i].broken_line);

@@ -62,6 +62,7 @@ struct virt_family {
 	enum virt_state state;
 	char reason[VIRT_REASON_MAX];	/* why disabled/unavailable */
 	char method[32];		/* attach method in use: tp_btf, fentry, ... */
+	char want_method[32];		/* config "method =": "" = first that works */
 	unsigned int programs;		/* BPF programs attached */
 	uint64_t attach_attempts;
 	uint64_t attach_ns;		/* duration of the last successful attach */

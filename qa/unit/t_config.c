@@ -94,6 +94,12 @@ int main(void)
 	}
 	CHECK(parse("[kvm]\nmax_vms = 5") == 0 && kv[1].u == 5);
 
+	/* method: implicit in every section */
+	CHECK(parse("[kvm]\nmethod = raw_tp\n[virtio]\nmethod = auto\n") == 0);
+	CHECK(strcmp(secs[0].method, "raw_tp") == 0 && secs[1].method[0] == '\0');
+	CHECK(parse("[kvm]\nmethod = raw-tp\n") == 1 && secs[0].broken);
+	CHECK(parse("[kvm]\nmethod =\n") == 1 && secs[0].broken);
+
 	/* value parsers used by storable metrics */
 	{
 		unsigned long long u;
