@@ -420,7 +420,7 @@ int main(int argc, char **argv)
 		die(2, "calloc");
 	for (i = 0; i < pkts; i++) {
 		char *b = mem + off_tx + (size_t)i * pkt_stride;
-		struct vring_desc *d = &q[TXQ].desc[i * dpp];
+		struct vring_desc *d = &q[TXQ].desc[(size_t)i * dpp];
 
 		memset(b, 0, hdrlen);	/* no csum, GSO_NONE, num_buffers 0 */
 		fill_frame((unsigned char *)b + hdrlen, size);
