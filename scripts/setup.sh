@@ -8,7 +8,8 @@
 set -eu
 
 PKGS="pcp libpcp3-dev libpcp-pmda3-dev python3-pcp
- libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev pkg-config make gcc
+ libbpf-dev bpftool clang llvm libclang-rt-14-dev libelf-dev zlib1g-dev
+ pkg-config make gcc clang-tidy cppcheck
  qemu-system-x86 linux-image-amd64 busybox-static cpio
  bpftrace bpfcc-tools linux-headers-amd64
  strace iproute2 procps"
