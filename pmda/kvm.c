@@ -55,8 +55,7 @@ struct kvm_state {
 	struct virt_row slots[KVM_SLOTS];
 	struct virt_row uexit[KVM_UEXIT_REASONS];
 	struct keyed_rows other, hcalls, vms;
-	void *keys, *vals;		/* bulk-read buffers, sized for the largest map */
-	size_t keys_len, vals_len;
+	struct virt_bulk bulk;		/* bulk-read buffers, sized for the largest map */
 	time_t last_sweep;
 };
 
@@ -254,17 +253,12 @@ static const struct virt_method kvm_methods[] = {
 
 static int alloc_buffers(struct kvm_state *st, struct virt_family *fam)
 {
-	size_t ncpu = (size_t)virt_ncpus();
 	size_t max = KVM_SLOTS;
 
 	for (int o = OPT_MAX_VCPUS; o <= OPT_MAX_HCALLS; o++)
 		if (fam->opts[o].u > max)
 			max = fam->opts[o].u;
-	st->keys_len = max * sizeof(uint64_t);
-	st->vals_len = max * ncpu * sizeof(struct kvm_stats);
-	st->keys = malloc(st->keys_len);
-	st->vals = malloc(st->vals_len);
-	return st->keys && st->vals ? 0 : -ENOMEM;
+	return virt_bulk_alloc(&st->bulk, max, sizeof(uint64_t), sizeof(struct kvm_stats));
 }
 
 static void init_rows(struct kvm_state *st)
@@ -321,8 +315,6 @@ static int kvm_attach(struct virt_family *fam)
 		if (!st)
 			return -ENOMEM;
 		if (alloc_buffers(st, fam) < 0) {
-			free(st->keys);
-			free(st->vals);
 			free(st);
 			return -ENOMEM;
 		}
@@ -354,14 +346,14 @@ static int read_array(struct kvm_state *st, struct bpf_map *map, struct virt_row
 		      unsigned int n)
 {
 	size_t stride = percpu_stride(sizeof(struct kvm_stats));
-	int got = virt_map_dump(bpf_map__fd(map), st->keys, sizeof(__u32), st->vals,
+	int got = virt_map_dump(bpf_map__fd(map), st->bulk.keys, sizeof(__u32), st->bulk.vals,
 				stride, n);
 
 	for (int i = 0; i < got; i++) {
-		__u32 k = ((__u32 *)st->keys)[i];
+		__u32 k = ((__u32 *)st->bulk.keys)[i];
 
 		if (k < n)
-			take_stats(&rows[k], (char *)st->vals + (size_t)i * stride);
+			take_stats(&rows[k], (char *)st->bulk.vals + (size_t)i * stride);
 	}
 	return got < 0 ? got : 0;
 }
@@ -382,11 +374,11 @@ static int read_hash(struct kvm_state *st, struct bpf_map *map, struct keyed_row
 		     enum virt_indom_id indom, enum virt_indom_id hindom, name_fn name)
 {
 	size_t stride = percpu_stride(sizeof(struct kvm_stats));
-	int got = virt_map_dump(bpf_map__fd(map), st->keys, sizeof(__u64), st->vals,
+	int got = virt_map_dump(bpf_map__fd(map), st->bulk.keys, sizeof(__u64), st->bulk.vals,
 				stride, bpf_map__max_entries(map));
 
 	for (int i = 0; i < got; i++) {
-		uint64_t k = ((uint64_t *)st->keys)[i];
+		uint64_t k = ((uint64_t *)st->bulk.keys)[i];
 		struct virt_row *r = keyed_find(t, k);
 
 		if (!r) {
@@ -396,7 +388,7 @@ static int read_hash(struct kvm_state *st, struct bpf_map *map, struct keyed_row
 			r = keyed_add(t, k, virt_indom(indom), virt_indom(hindom), buf);
 		}
 		if (r)
-			take_stats(r, (char *)st->vals + (size_t)i * stride);
+			take_stats(r, (char *)st->bulk.vals + (size_t)i * stride);
 	}
 	return got < 0 ? got : 0;
 }
@@ -431,13 +423,13 @@ static int read_vms(struct kvm_state *st)
 {
 	struct bpf_map *map = st->skel->maps.vms;
 	size_t stride = percpu_stride(sizeof(struct kvm_vm_stats));
-	int got = virt_map_dump(bpf_map__fd(map), st->keys, sizeof(__u32), st->vals,
+	int got = virt_map_dump(bpf_map__fd(map), st->bulk.keys, sizeof(__u32), st->bulk.vals,
 				stride, bpf_map__max_entries(map));
 
 	for (size_t i = 0; i < st->vms.n; i++)
 		st->vms.v[i]->row.live = false;
 	for (int i = 0; i < got; i++) {
-		uint32_t pid = ((uint32_t *)st->keys)[i];
+		uint32_t pid = ((uint32_t *)st->bulk.keys)[i];
 		struct virt_row *r = keyed_find(&st->vms, pid);
 		uint64_t sum[VM_WORDS];
 
@@ -454,7 +446,7 @@ static int read_vms(struct kvm_state *st)
 			if (!r)
 				continue;
 		}
-		virt_percpu_sum((char *)st->vals + (size_t)i * stride, VM_WORDS, sum);
+		virt_percpu_sum((char *)st->bulk.vals + (size_t)i * stride, VM_WORDS, sum);
 		virt_row_set(r, sum, VM_WORDS, NULL);
 		r->live = true;
 		virt_row_expose(r, true);
@@ -478,30 +470,16 @@ static void sweep_vcpus(struct kvm_state *st)
 	if (now - st->last_sweep < 10)
 		return;
 	st->last_sweep = now;
-	got = virt_map_dump(fd, st->keys, sizeof(__u32), st->vals,
+	got = virt_map_dump(fd, st->bulk.keys, sizeof(__u32), st->bulk.vals,
 			    bpf_map__value_size(map), bpf_map__max_entries(map));
 	for (int i = 0; i < got; i++) {
-		__u32 tid = ((__u32 *)st->keys)[i];
+		__u32 tid = ((__u32 *)st->bulk.keys)[i];
 
 		if (!pid_alive(tid)) {
 			virt_bpf_syscalls++;
 			bpf_map_delete_elem(fd, &tid);
 		}
 	}
-}
-
-static uint64_t read_drops(struct kvm_state *st)
-{
-	size_t stride = percpu_stride(sizeof(__u64));
-	int got = virt_map_dump(bpf_map__fd(st->skel->maps.drops), st->keys, sizeof(__u32),
-				st->vals, stride, KVM_DROPS);
-	uint64_t total = 0, sum;
-
-	for (int i = 0; i < got; i++) {
-		virt_percpu_sum((char *)st->vals + (size_t)i * stride, 1, &sum);
-		total += sum;
-	}
-	return total;
 }
 
 static int kvm_refresh(struct virt_family *fam)
@@ -517,7 +495,7 @@ static int kvm_refresh(struct virt_family *fam)
 			 VIRT_I_KVM_HCALL_HIST, name_decimal);
 	err |= read_array(st, skel->maps.uexits, st->uexit, KVM_UEXIT_REASONS);
 	err |= read_vms(st);
-	fam->dropped = read_drops(st);
+	fam->dropped = virt_percpu_counters_total(bpf_map__fd(skel->maps.drops), &st->bulk, KVM_DROPS);
 	sweep_vcpus(st);
 	return err ? -EIO : 0;
 }

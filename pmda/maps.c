@@ -4,6 +4,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 uint64_t virt_bpf_syscalls;
@@ -54,4 +55,37 @@ void virt_percpu_sum(const void *percpu, size_t nwords, uint64_t *out)
 	for (int c = 0; c < ncpu; c++)
 		for (size_t w = 0; w < nwords; w++)
 			out[w] += v[(size_t)c * nwords + w];
+}
+
+int virt_bulk_alloc(struct virt_bulk *b, size_t max_keys, size_t key_size,
+		    size_t value_size)
+{
+	size_t stride = ((value_size + 7) & ~(size_t)7) * (size_t)virt_ncpus();
+
+	b->keys = calloc(max_keys, key_size);
+	b->vals = calloc(max_keys, stride);
+	if (b->keys && b->vals)
+		return 0;
+	virt_bulk_free(b);
+	return -ENOMEM;
+}
+
+void virt_bulk_free(struct virt_bulk *b)
+{
+	free(b->keys);
+	free(b->vals);
+	b->keys = b->vals = NULL;
+}
+
+uint64_t virt_percpu_counters_total(int fd, struct virt_bulk *b, unsigned int n)
+{
+	size_t stride = sizeof(uint64_t) * (size_t)virt_ncpus();
+	int got = virt_map_dump(fd, b->keys, sizeof(uint32_t), b->vals, stride, n);
+	uint64_t total = 0, sum;
+
+	for (int i = 0; i < got; i++) {
+		virt_percpu_sum((char *)b->vals + (size_t)i * stride, 1, &sum);
+		total += sum;
+	}
+	return total;
 }

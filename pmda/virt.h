@@ -139,4 +139,16 @@ int virt_map_dump(int fd, void *keys, size_t key_size, void *values,
 void virt_percpu_sum(const void *percpu, size_t nwords, uint64_t *out);
 extern uint64_t virt_bpf_syscalls;	/* bpf() calls made by refreshes */
 
+/* Buffers for virt_map_dump(): keys for max_keys entries of key_size and
+ * values for max_keys per-CPU values of value_size, each sized for the
+ * largest map a family reads. 0 or -ENOMEM. */
+struct virt_bulk {
+	void *keys, *vals;
+};
+int virt_bulk_alloc(struct virt_bulk *b, size_t max_keys, size_t key_size,
+		    size_t value_size);
+void virt_bulk_free(struct virt_bulk *b);
+/* Total of a per-CPU array of n u64 counters (e.g. a family's drops). */
+uint64_t virt_percpu_counters_total(int fd, struct virt_bulk *b, unsigned int n);
+
 #endif /* VIRT_H */

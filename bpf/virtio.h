@@ -1,0 +1,55 @@
+/* virtio family: types shared by bpf/virtio.bpf.c and pmda/virtio.c. */
+#ifndef VIRT_VIRTIO_H
+#define VIRT_VIRTIO_H
+
+#include "hist_buckets.h"
+
+#define VIRTIO_NAME_LEN		32
+/* Steps of one scatterlist walk (entries + chain links + list changes)
+ * before it gives up and counts the call in "truncated". virtio-blk with a
+ * 1024-entry queue hands at most ~1024 entries; bcc's virtiostat stops at 6
+ * lists x 128 entries. */
+#define VIRTIO_WALK_MAX		4096
+/* Nesting depth of kprobe'd calls per CPU (kprobe variant only). */
+#define VIRTIO_STASH_DEPTH	8
+
+/* Per virtqueue (key: struct virtqueue *), per CPU; all u64 words so the
+ * user side sums per-CPU copies word by word. */
+struct virtio_stats {
+	__u64 sgs_out;		/* scatterlists handed to add_* as out (bcc virtiostat) */
+	__u64 sgs_in;		/* ... as in */
+	__u64 bytes_out;	/* bytes in the out scatterlists (sg_next walk) */
+	__u64 bytes_in;
+	__u64 adds;		/* add_* returned 0 */
+	__u64 completions;	/* get_buf[_ctx] returned a token */
+	__u64 kicks;		/* notifications sent (notify returned true) */
+	__u64 interrupts;	/* vring_interrupt returned IRQ_HANDLED */
+	__u64 ring_full;	/* add_* returned -ENOSPC */
+	__u64 truncated;	/* add_* calls whose walk hit VIRTIO_WALK_MAX */
+	__u64 untracked;	/* adds whose token found no room in "inflight" */
+	__u64 settled;		/* tracked adds completed or detached */
+	__u64 dead;		/* vring_del_virtqueue seen for this queue */
+	__u64 hist[VIRT_HIST_BUCKETS];	/* add->completion ns, log2 */
+};
+
+/* Names read once per queue (first sight) through CO-RE. */
+struct virtio_vq_info {
+	char driver[VIRTIO_NAME_LEN];	/* vq->vdev->dev.driver->name */
+	char dev[VIRTIO_NAME_LEN];	/* dev_name(&vq->vdev->dev): virtioN */
+	char name[VIRTIO_NAME_LEN];	/* vq->name */
+};
+
+/* In-flight buffer: the driver's token is unique per queue while queued. */
+struct virtio_token {
+	__u64 vq;
+	__u64 data;
+};
+
+enum virtio_drop {
+	VIRTIO_DROP_QUEUE,	/* stats map full (max_queues) */
+	VIRTIO_DROP_INFLIGHT,	/* inflight map full (max_inflight): add not timed */
+	VIRTIO_DROP_STASH,	/* kprobe variant: entry/return pairing lost */
+	VIRTIO_DROPS
+};
+
+#endif

@@ -1,0 +1,471 @@
+/*
+ * virtio family (module "virtio", guest side): per virtqueue scatterlists
+ * and bytes handed to the device (bcc virtiostat's numbers), adds,
+ * completions, buffers in flight, kicks, interrupts, ring-full failures and
+ * add->completion latency (bpf/virtio.bpf.c).
+ *
+ * Attach order: fentry (fexit programs), kprobe. The family needs
+ * virtio_ring (a module on Debian kernels, built in elsewhere) and attaches
+ * by itself when it is loaded after the agent started.
+ *
+ * Queue identity is the kernel's struct virtqueue pointer; the BPF side
+ * reads the names on first sight. Instances are "<virtio device>/<vq name>"
+ * (e.g. virtio2/req.0). Rows are kept by name: a queue deleted and
+ * re-created under the same name (driver unbound and bound again) continues
+ * the same counters. Instance rule: a queue is in the instance domain from
+ * the first refresh after it was first used until the refresh after
+ * vring_del_virtqueue() ran for it (device removed, driver unbound, module
+ * unloaded), or until the family detaches (virtio_ring unloaded).
+ */
+#include "virt.h"
+#include "rows.h"
+#include "virtio.h"
+#include "virtio.skel.h"
+
+#include <bpf/bpf.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+
+enum virtio_opt { OPT_LATENCY, OPT_MAX_QUEUES, OPT_MAX_INFLIGHT, NOPTS };
+
+static const struct virt_option virtio_options[NOPTS] = {
+	[OPT_LATENCY] = { "latency", VIRT_OPT_BOOL, 0, 0, "true",
+		"add->completion latency histograms and inflight; false = counts only (cheaper)" },
+	[OPT_MAX_QUEUES] = { "max_queues", VIRT_OPT_UINT, 4, 65536, "1024",
+		"virtqueues tracked; more are counted as dropped" },
+	[OPT_MAX_INFLIGHT] = { "max_inflight", VIRT_OPT_UINT, 64, 1u << 22, "16384",
+		"buffers in flight timed at once (all queues); more are counted as dropped" },
+};
+
+#define SW (sizeof(struct virtio_stats) / sizeof(__u64))
+#define W(field) (offsetof(struct virtio_stats, field) / sizeof(__u64))
+#define HIST0 W(hist)
+
+/* A queue by name; values = base (dead pointers, earlier attaches) + the
+ * live pointers' current values. */
+struct vq_row {
+	struct virt_row row;		/* first: pmdaCache private -> vq_row */
+	uint64_t base[SW];
+	uint64_t sum[SW];
+	uint64_t inflight;
+	char driver[VIRTIO_NAME_LEN];
+	char device[VIRTIO_NAME_LEN];
+	char vdev[VIRTIO_NAME_LEN];	/* virtioN, for the /sys lookups */
+	time_t device_try;
+	unsigned int live;		/* live pointers in the latest refresh */
+};
+
+/* A struct virtqueue * seen in the stats map. */
+struct vq_ptr {
+	uint64_t vq;
+	struct vq_row *row;
+	uint64_t last[SW];		/* per-CPU sum at the latest refresh */
+	bool seen;
+};
+
+struct virtio_state {
+	struct virtio_bpf *skel;
+	struct vq_row **rows;
+	size_t nrows, caprows;
+	struct vq_ptr *ptrs;
+	size_t nptrs, capptrs;
+	struct virt_bulk bulk;		/* bulk-read buffers */
+};
+
+/* ------------------------------------------------------------- ready */
+
+/* virtio_ring built in: /sys/module/virtio_ring exists only for a module
+ * (it has no parameters), so ask modules.builtin once. */
+static bool ring_builtin(void)
+{
+	static int cached = -1;
+	struct utsname u;
+	char path[300], line[256];
+	FILE *f;
+
+	if (cached >= 0)
+		return cached;
+	cached = 0;
+	if (uname(&u) == 0) {
+		snprintf(path, sizeof(path), "/lib/modules/%s/modules.builtin", u.release);
+		if ((f = fopen(path, "r"))) {
+			while (!cached && fgets(line, sizeof(line), f))
+				cached = strstr(line, "/virtio_ring.ko") != NULL;
+			fclose(f);
+			return cached;
+		}
+	}
+	/* no modules.builtin (custom kernels): a virtio bus that is not a
+	 * module means the virtio core, ring included, is built in */
+	{
+		struct stat st;
+
+		cached = stat("/sys/bus/virtio", &st) == 0 && !virt_kmod_present("virtio");
+	}
+	return cached;
+}
+
+static bool virtio_ready(struct virt_family *fam)
+{
+	if (virt_kmod_present("virtio_ring") || ring_builtin())
+		return true;
+	virt_set_reason(fam, "kernel module virtio_ring not loaded");
+	return false;
+}
+
+/* ------------------------------------------------------------ attach */
+
+static int try_variant(struct virt_family *fam, const char *variant, char *why, size_t len)
+{
+	struct virtio_state *st = fam->priv;
+	bool latency = fam->opts[OPT_LATENCY].b;
+	struct virtio_bpf *skel = virtio_bpf__open();
+	unsigned int n;
+	int err;
+
+	if (!skel) {
+		snprintf(why, len, "open: %s", strerror(errno));
+		return -1;
+	}
+	skel->rodata->latency = latency;
+	bpf_map__set_max_entries(skel->maps.stats, (__u32)fam->opts[OPT_MAX_QUEUES].u);
+	bpf_map__set_max_entries(skel->maps.info, (__u32)fam->opts[OPT_MAX_QUEUES].u);
+	bpf_map__set_max_entries(skel->maps.inflight,
+				 latency ? (__u32)fam->opts[OPT_MAX_INFLIGHT].u : 1);
+	n = virt_autoload_variant(skel->obj, "virtio", variant);
+	err = virtio_bpf__load(skel);
+	if (err) {
+		snprintf(why, len, "load: %s", strerror(-err));
+		virtio_bpf__destroy(skel);
+		return -1;
+	}
+	err = virtio_bpf__attach(skel);
+	if (err) {
+		snprintf(why, len, "attach: %s", strerror(-err));
+		virtio_bpf__destroy(skel);
+		return -1;
+	}
+	st->skel = skel;
+	fam->programs = n;
+	return 0;
+}
+
+static int try_fentry(struct virt_family *fam, char *why, size_t len)
+{
+	return try_variant(fam, "fentry", why, len);
+}
+
+static int try_kprobe(struct virt_family *fam, char *why, size_t len)
+{
+	return try_variant(fam, "kprobe", why, len);
+}
+
+static const struct virt_method virtio_methods[] = {
+	{ "fentry", try_fentry },
+	{ "kprobe", try_kprobe },
+};
+
+static int alloc_buffers(struct virtio_state *st, struct virt_family *fam)
+{
+	size_t max = fam->opts[OPT_MAX_QUEUES].u;
+
+	if (max < VIRTIO_DROPS)
+		max = VIRTIO_DROPS;
+	return virt_bulk_alloc(&st->bulk, max, sizeof(struct virtio_token),
+			       sizeof(struct virtio_stats));
+}
+
+static int virtio_attach(struct virt_family *fam)
+{
+	struct virtio_state *st = fam->priv;
+
+	if (!st) {			/* first attach: rows live until exit */
+		st = calloc(1, sizeof(*st));
+		if (!st)
+			return -ENOMEM;
+		if (alloc_buffers(st, fam) < 0) {
+			free(st);
+			return -ENOMEM;
+		}
+		fam->priv = st;
+	}
+	if (virt_attach_chain(fam, virtio_methods, 2) < 0)
+		return -ENOENT;
+	return VIRT_ATTACHED;
+}
+
+/* ------------------------------------------------------------- rows */
+
+static void fold(struct vq_ptr *p)
+{
+	for (size_t w = 0; w < SW; w++)
+		p->row->base[w] += p->last[w];
+	p->row->base[W(dead)] = 0;
+}
+
+/* The BPF object goes: what it counted moves into the bases, every queue
+ * leaves the instance domain (it comes back, same counters, when used
+ * after the next attach). */
+static void virtio_detach(struct virt_family *fam)
+{
+	struct virtio_state *st = fam->priv;
+
+	if (!st)
+		return;
+	virtio_bpf__destroy(st->skel);
+	st->skel = NULL;
+	for (size_t i = 0; i < st->nptrs; i++)
+		fold(&st->ptrs[i]);
+	st->nptrs = 0;
+	for (size_t i = 0; i < st->nrows; i++) {
+		memcpy(st->rows[i]->sum, st->rows[i]->base, sizeof(st->rows[i]->sum));
+		st->rows[i]->inflight = 0;
+		st->rows[i]->live = 0;
+		virt_row_retire(&st->rows[i]->row);
+	}
+}
+
+/* block or net device of virtioN, from /sys (empty if none). */
+static void find_device(struct vq_row *r)
+{
+	static const char *const kinds[] = { "block", "net" };
+	time_t now = time(NULL);
+
+	if (r->device[0] || !r->vdev[0] || now - r->device_try < 5)
+		return;
+	r->device_try = now;
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]) && !r->device[0]; k++) {
+		char path[256];
+		struct dirent *d;
+		DIR *dir;
+
+		snprintf(path, sizeof(path), "/sys/bus/virtio/devices/%s/%s", r->vdev, kinds[k]);
+		if (!(dir = opendir(path)))
+			continue;
+		while ((d = readdir(dir)))
+			if (d->d_name[0] != '.') {
+				virt_sanitize(r->device, sizeof(r->device), d->d_name);
+				break;
+			}
+		closedir(dir);
+	}
+}
+
+static struct vq_row *row_by_name(struct virtio_state *st, const char *name)
+{
+	struct vq_row *r;
+
+	for (size_t i = 0; i < st->nrows; i++)
+		if (strcmp(st->rows[i]->row.name, name) == 0)
+			return st->rows[i];
+	if (st->nrows == st->caprows) {
+		size_t cap = st->caprows ? st->caprows * 2 : 16;
+		struct vq_row **v = realloc(st->rows, cap * sizeof(struct vq_row *));
+
+		if (!v)
+			return NULL;
+		st->rows = v;
+		st->caprows = cap;
+	}
+	if (!(r = calloc(1, sizeof(*r))))
+		return NULL;
+	virt_row_init(&r->row, virt_indom(VIRT_I_VIRTIO_QUEUE),
+		      virt_indom(VIRT_I_VIRTIO_QUEUE_HIST), name);
+	st->rows[st->nrows++] = r;
+	return r;
+}
+
+/* First sight of a pointer: its names from the info map (one lookup per
+ * new queue, not per refresh). */
+static struct vq_ptr *ptr_add(struct virtio_state *st, uint64_t vq)
+{
+	struct virtio_vq_info vi;
+	char dev[VIRTIO_NAME_LEN], q[VIRTIO_NAME_LEN], name[VIRT_NAME_MAX];
+	struct vq_row *r;
+	struct vq_ptr *p;
+
+	memset(&vi, 0, sizeof(vi));
+	virt_bpf_syscalls++;
+	if (bpf_map_lookup_elem(bpf_map__fd(st->skel->maps.info), &vq, &vi) < 0)
+		snprintf(vi.name, sizeof(vi.name), "%llx", (unsigned long long)vq);
+	vi.dev[sizeof(vi.dev) - 1] = vi.name[sizeof(vi.name) - 1] = '\0';
+	vi.driver[sizeof(vi.driver) - 1] = '\0';
+	virt_sanitize(dev, sizeof(dev), vi.dev[0] ? vi.dev : "unknown");
+	virt_sanitize(q, sizeof(q), vi.name[0] ? vi.name : "unknown");
+	snprintf(name, sizeof(name), "%s/%s", dev, q);
+	if (!(r = row_by_name(st, name)))
+		return NULL;
+	if (vi.driver[0])
+		virt_sanitize(r->driver, sizeof(r->driver), vi.driver);
+	snprintf(r->vdev, sizeof(r->vdev), "%s", dev);
+	if (st->nptrs == st->capptrs) {
+		size_t cap = st->capptrs ? st->capptrs * 2 : 16;
+		struct vq_ptr *v = realloc(st->ptrs, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		st->ptrs = v;
+		st->capptrs = cap;
+	}
+	p = &st->ptrs[st->nptrs++];
+	memset(p, 0, sizeof(*p));
+	p->vq = vq;
+	p->row = r;
+	return p;
+}
+
+static struct vq_ptr *ptr_find(struct virtio_state *st, uint64_t vq)
+{
+	for (size_t i = 0; i < st->nptrs; i++)
+		if (st->ptrs[i].vq == vq)
+			return &st->ptrs[i];
+	return NULL;
+}
+
+/* A dead (or vanished) pointer: fold it into its row, forget it and its
+ * map entries. */
+static void ptr_bury(struct virtio_state *st, size_t i)
+{
+	struct vq_ptr *p = &st->ptrs[i];
+
+	fold(p);
+	virt_bpf_syscalls += 2;
+	bpf_map_delete_elem(bpf_map__fd(st->skel->maps.stats), &p->vq);
+	bpf_map_delete_elem(bpf_map__fd(st->skel->maps.info), &p->vq);
+	st->ptrs[i] = st->ptrs[--st->nptrs];
+}
+
+/* ----------------------------------------------------------- refresh */
+
+
+static int virtio_refresh(struct virt_family *fam)
+{
+	struct virtio_state *st = fam->priv;
+	struct bpf_map *map = st->skel->maps.stats;
+	size_t stride = sizeof(struct virtio_stats) * (size_t)virt_ncpus();
+	int got = virt_map_dump(bpf_map__fd(map), st->bulk.keys, sizeof(__u64), st->bulk.vals, stride,
+				bpf_map__max_entries(map));
+
+	if (got < 0)
+		return got;
+	for (size_t i = 0; i < st->nptrs; i++)
+		st->ptrs[i].seen = false;
+	for (int i = 0; i < got; i++) {
+		uint64_t vq = ((uint64_t *)st->bulk.keys)[i];
+		struct vq_ptr *p = ptr_find(st, vq);
+
+		if (!p && !(p = ptr_add(st, vq)))
+			continue;
+		virt_percpu_sum((char *)st->bulk.vals + (size_t)i * stride, SW, p->last);
+		p->seen = true;
+	}
+	/* queues deleted since the last refresh leave (after their last counts
+	 * went into the row) */
+	for (size_t i = 0; i < st->nptrs;)
+		if (!st->ptrs[i].seen || st->ptrs[i].last[W(dead)])
+			ptr_bury(st, i);
+		else
+			i++;
+	for (size_t i = 0; i < st->nrows; i++) {
+		struct vq_row *r = st->rows[i];
+
+		memcpy(r->sum, r->base, sizeof(r->sum));
+		r->inflight = 0;
+		r->live = 0;
+	}
+	for (size_t i = 0; i < st->nptrs; i++) {
+		struct vq_ptr *p = &st->ptrs[i];
+		struct vq_row *r = p->row;
+		uint64_t open = p->last[W(adds)] - p->last[W(untracked)];
+
+		for (size_t w = 0; w < SW; w++)
+			r->sum[w] += p->last[w];
+		/* adds since attach not yet completed; never negative */
+		if (open > p->last[W(settled)])
+			r->inflight += open - p->last[W(settled)];
+		r->live++;
+	}
+	for (size_t i = 0; i < st->nrows; i++) {
+		struct vq_row *r = st->rows[i];
+
+		virt_row_set(&r->row, NULL, 0, &r->sum[HIST0]);
+		if (r->live) {
+			find_device(r);
+			virt_row_expose(&r->row, true);
+		} else {
+			virt_row_retire(&r->row);
+		}
+	}
+	fam->dropped = virt_percpu_counters_total(bpf_map__fd(st->skel->maps.drops), &st->bulk,
+						   VIRTIO_DROPS);
+	return 0;
+}
+
+/* -------------------------------------------------------------- fetch */
+
+static const size_t word_of[VIRT_NMETRICS] = {
+	[VIRT_M_VIRTIO_SGS_OUT] = W(sgs_out),
+	[VIRT_M_VIRTIO_SGS_IN] = W(sgs_in),
+	[VIRT_M_VIRTIO_BYTES_OUT] = W(bytes_out),
+	[VIRT_M_VIRTIO_BYTES_IN] = W(bytes_in),
+	[VIRT_M_VIRTIO_ADDS] = W(adds),
+	[VIRT_M_VIRTIO_COMPLETIONS] = W(completions),
+	[VIRT_M_VIRTIO_KICKS] = W(kicks),
+	[VIRT_M_VIRTIO_INTERRUPTS] = W(interrupts),
+	[VIRT_M_VIRTIO_RING_FULL] = W(ring_full),
+	[VIRT_M_VIRTIO_TRUNCATED] = W(truncated),
+};
+
+static int virtio_fetch(struct virt_family *fam, enum virt_metric_id m, unsigned int inst,
+			pmAtomValue *atom)
+{
+	struct vq_row *r;
+
+	(void)fam;
+	if (m == VIRT_M_VIRTIO_LATENCY)
+		return virt_row_fetch(VIRT_I_VIRTIO_QUEUE_HIST, VIRT_ROW_HIST, inst, atom);
+	r = (struct vq_row *)virt_row_of(virt_indom(VIRT_I_VIRTIO_QUEUE), inst);
+	if (!r)
+		return PM_ERR_INST;
+	switch (m) {
+	case VIRT_M_VIRTIO_INFLIGHT:
+		if (!fam->opts[OPT_LATENCY].b)
+			return PMDA_FETCH_NOVALUES;
+		atom->ull = r->inflight;
+		return PMDA_FETCH_STATIC;
+	case VIRT_M_VIRTIO_QUEUE_DRIVER:
+		atom->cp = r->driver;
+		return PMDA_FETCH_STATIC;
+	case VIRT_M_VIRTIO_QUEUE_DEVICE:
+		atom->cp = r->device;
+		return PMDA_FETCH_STATIC;
+	case VIRT_M_VIRTIO_SGS_OUT: case VIRT_M_VIRTIO_SGS_IN:
+	case VIRT_M_VIRTIO_BYTES_OUT: case VIRT_M_VIRTIO_BYTES_IN:
+	case VIRT_M_VIRTIO_ADDS: case VIRT_M_VIRTIO_COMPLETIONS:
+	case VIRT_M_VIRTIO_KICKS: case VIRT_M_VIRTIO_INTERRUPTS:
+	case VIRT_M_VIRTIO_RING_FULL: case VIRT_M_VIRTIO_TRUNCATED:
+		atom->ull = r->sum[word_of[m]];
+		return PMDA_FETCH_STATIC;
+	default:
+		return PM_ERR_PMID;
+	}
+}
+
+const struct virt_module virt_module = {
+	.abi = VIRT_MODULE_ABI,
+	.name = "virtio",
+	.options = virtio_options,
+	.noptions = NOPTS,
+	.ready = virtio_ready,
+	.attach = virtio_attach,
+	.detach = virtio_detach,
+	.refresh = virtio_refresh,
+	.fetch = virtio_fetch,
+};
