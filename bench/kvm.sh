@@ -37,7 +37,7 @@ start_cfg()
 	virt|virt_counts)
 		if [ $1 = virt ]; then printf '[kvm]\n' > $work/conf; else printf '[kvm]\nlatency = false\n' > $work/conf; fi
 		: > $work/log
-		( sleep 100000 | $b/pmdavirt -l $work/log -c $work/conf -M $b/modules > /dev/null ) & pid=$!
+		$b/pmdavirt -A -l $work/log -c $work/conf -M $b/modules & pid=$!
 		wait_for $work/log 'kvm: active' 60 ;;
 	bpftrace)
 		bpftrace "$top/bench/kvmexits.bt" > $work/out 2>&1 & pid=$!
@@ -47,14 +47,14 @@ start_cfg()
 
 stop_cfg()
 {
-	pkill -P $pid 2>/dev/null; kill $pid 2>/dev/null; pkill -x pmdavirt 2>/dev/null
+	pkill -P $pid 2>/dev/null; kill $pid 2>/dev/null
 	wait $pid 2>/dev/null
 	sleep 0.3
 }
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2)}'; }
 
-for cfg in empty_raw empty_btf empty_tp virt virt_counts bpftrace; do
+for cfg in ${BENCH_CONFIGS:=empty_raw empty_btf empty_tp virt virt_counts bpftrace}; do
 	: > $work/$cfg
 	for i in $(seq 1 $P); do
 		base=$(run_ns)

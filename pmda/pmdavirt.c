@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/select.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -532,6 +533,27 @@ static void shutdown_families(void)
 			detach(&families[i]);
 }
 
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+/* pmdavirt -A: attach (and keep polling, so hot attach works), no PCP. */
+static void attach_only(void)
+{
+	signal(SIGTERM, on_stop);
+	signal(SIGINT, on_stop);
+	while (!stop_requested) {
+		poll_families();
+		for (unsigned long long ms = 0; ms < poll_ms && !stop_requested; ms += 100)
+			usleep(100000);
+	}
+	shutdown_families();
+}
+
 static pmLongOptions longopts[] = {
 	PMDA_OPTIONS_HEADER("Options"),
 	PMOPT_DEBUG,
@@ -541,12 +563,13 @@ static pmLongOptions longopts[] = {
 	{ "modules", 1, 'M', "DIR", "family modules directory [default $PCP_PMDAS_DIR/virt/modules]" },
 	{ "pmns", 0, 'n', NULL, "print the namespace in PMNS syntax and exit" },
 	{ "default-config", 0, 'C', NULL, "print the default virt.conf and exit" },
+	{ "attach-only", 0, 'A', NULL, "attach the enabled families and hold until SIGTERM, without pmcd (debugging, benchmarks)" },
 	PMOPT_HELP,
 	PMDA_OPTIONS_END
 };
 
 static pmdaOptions opts = {
-	.short_options = "D:d:l:c:M:nC?",
+	.short_options = "D:d:l:c:M:nCA?",
 	.long_options = longopts,
 };
 
@@ -578,6 +601,7 @@ int main(int argc, char **argv)
 			break;
 		case 'n':
 		case 'C':
+		case 'A':
 			dump = c;
 			break;
 		default:
@@ -602,6 +626,10 @@ int main(int argc, char **argv)
 	libbpf_set_print(libbpf_log);
 	load_modules();
 	load_config();
+	if (dump == 'A') {
+		attach_only();
+		return 0;
+	}
 
 	dispatch.version.seven.fetch = virt_fetch;
 	dispatch.version.seven.instance = virt_instance;
