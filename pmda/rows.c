@@ -36,7 +36,7 @@ void virt_row_expose(struct virt_row *r, bool always)
 {
 	char name[VIRT_NAME_MAX + 64];
 
-	if (r->inst < 0 && (always || r->v[0])) {
+	if (r->indom != PM_INDOM_NULL && r->inst < 0 && (always || r->v[0])) {
 		r->inst = pmdaCacheStore(r->indom, PMDA_CACHE_ADD, r->name, r);
 		if (r->inst < 0)
 			pmNotifyErr(LOG_ERR, "instance %s: %s", r->name, pmErrStr(r->inst));

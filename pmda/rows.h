@@ -50,7 +50,8 @@ void virt_row_set(struct virt_row *r, const uint64_t *v, unsigned int nv,
 void virt_row_rebase(struct virt_row *r);
 
 /* Make the row's instance (if always or v[0] != 0) and its non-zero
- * buckets visible. */
+ * buckets visible. A row with indom PM_INDOM_NULL has only histogram
+ * instances (e.g. a second histogram of another row's instance). */
 void virt_row_expose(struct virt_row *r, bool always);
 /* Remove the row's instances from the instance domains (culled, so ids and
  * memory do not grow with short-lived VMs or queues). */

@@ -1,0 +1,812 @@
+/*
+ * vhost family (module "vhost", host side): per vhost virtqueue, guest
+ * kicks handled, eventfd wakeups, wakeup->handler latency, stalls (counted,
+ * and as PCP event records), packets and bytes per handler run and runs cut
+ * short by the weight budget (bpf/vhost.bpf.c).
+ *
+ * Attach order: fentry (fentry/fexit programs), kprobe. The family needs
+ * one of vhost_net, vhost_vsock, vhost_scsi (modules on Debian kernels) and
+ * attaches by itself when one is loaded after the agent started; the
+ * handler programs of drivers that are not loaded are not loaded either, so
+ * when the set of loaded drivers changes, ready() says so and the agent
+ * re-attaches (counters stay monotonic: rows keep their bases).
+ *
+ * Instances "<owner pid>/<device><n>/<queue>": owner pid = tgid of
+ * dev->mm->owner (the VMM process that did VHOST_SET_OWNER), device = net,
+ * vsock or scsi (from the queue's handle_kick function, resolved through
+ * /proc/kallsyms), n = 0, 1, ... per owner and kind in order of first sight
+ * (lowest free number), queue = rx/tx for net and vsock, the vq index for
+ * scsi. A queue is in the instance domain from its first wakeup or handler
+ * run after the family attached until the refresh after vhost_dev_cleanup()
+ * ran for its device (or its owner process is gone).
+ *
+ * Stall events: the BPF ring buffer is drained on every refresh (each fetch
+ * of a vhost metric) into a bounded agent-side queue (option max_events);
+ * every client context reads the records that arrived after its first fetch
+ * of virt.vhost.stall.events. Lost records are counted in
+ * virt.control.module.dropped (ring buffer full, or pushed out of the agent
+ * queue before a client that was reading fetched them).
+ */
+#include "virt.h"
+#include "rows.h"
+#include "vhost.h"
+#include "vhost.skel.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
+
+enum vhost_opt { OPT_STALL_US, OPT_MAX_QUEUES, OPT_MAX_EVENTS, NOPTS };
+
+static const struct virt_option vhost_options[NOPTS] = {
+	[OPT_STALL_US] = { "stall_threshold_us", VIRT_OPT_UINT, 1, 60000000, "1000",
+		"a kick whose wakeup->handler latency exceeds this many microseconds is a stall" },
+	[OPT_MAX_QUEUES] = { "max_queues", VIRT_OPT_UINT, 4, 65536, "1024",
+		"vhost virtqueues tracked; more are counted as dropped" },
+	[OPT_MAX_EVENTS] = { "max_events", VIRT_OPT_UINT, 16, 1u << 20, "1024",
+		"stall event records the agent keeps for clients; older ones are dropped" },
+};
+
+#define SW (sizeof(struct vhost_queue) / sizeof(__u64))
+#define W(field) (offsetof(struct vhost_queue, field) / sizeof(__u64))
+#define FIRST_COUNTER W(kicks)
+
+/* ------------------------------------------------------------- state */
+
+/* A queue by instance name: three rows sharing the name (the main row
+ * carries the instance and the latency histogram, the others only their
+ * histogram instances). */
+struct q_row {
+	struct virt_row lat;		/* first: pmdaCache private -> q_row */
+	struct virt_row pkts, bytes;
+	uint64_t base[SW];		/* folded: dead pointers, earlier attaches */
+	uint64_t sum[SW];
+	uint32_t owner;
+	unsigned int live;
+};
+
+/* A vhost device (struct vhost_dev *) seen in the queues map. */
+struct v_dev {
+	uint64_t dev;
+	uint32_t owner;
+	const char *kind;
+	unsigned int id;
+	unsigned int refs;		/* queue pointers on it */
+};
+
+/* A struct vhost_virtqueue * seen in the queues map. */
+struct q_ptr {
+	uint64_t vq;
+	uint64_t born;			/* incarnation of vq (struct vhost_queue born) */
+	struct q_row *row;
+	struct v_dev *dev;
+	uint64_t last[SW];
+	bool seen;
+};
+
+/* handle_kick functions by address (from /proc/kallsyms). */
+struct kick_fn {
+	uint64_t addr;
+	const char *kind;		/* net, vsock, scsi; NULL: not a known handler */
+	const char *queue;		/* rx, tx; NULL: use the vq index */
+};
+
+struct stall_rec {
+	uint64_t seq;
+	struct timeval tv;
+	char queue[VIRT_NAME_MAX];
+	uint64_t latency;
+	uint32_t cpu;
+};
+
+#define MAX_CONTEXTS 64
+struct ctx_cursor {
+	int ctx;			/* -1: free */
+	uint64_t next;			/* first seq not yet returned */
+	time_t used;
+};
+
+struct vhost_state {
+	struct vhost_bpf *skel;
+	struct ring_buffer *rb;
+	bool had_net, had_vsock, had_scsi;	/* drivers loaded at attach */
+	struct q_row **rows;
+	size_t nrows, caprows;
+	struct q_ptr *ptrs;
+	size_t nptrs, capptrs;
+	struct v_dev **devs;
+	size_t ndevs, capdevs;
+	struct kick_fn fns[64];
+	unsigned int nfns;
+	struct virt_bulk bulk;
+	int dumped;			/* entries in bulk from this refresh's dump */
+	struct { uint64_t vq, born; } fin[256];	/* finals seen this refresh */
+	unsigned int nfin;
+	/* stall events */
+	struct stall_rec *ev;		/* ring of max_events */
+	size_t evcap;
+	uint64_t evnext;		/* seq of the next record */
+	uint64_t evlost;		/* pushed out before a reader saw them */
+	struct ctx_cursor ctx[MAX_CONTEXTS];
+	int evarray;			/* pmdaEventNewArray handle */
+	uint64_t bpf_drops;
+};
+
+/* ------------------------------------------------------------- ready */
+
+static bool vhost_ready(struct virt_family *fam)
+{
+	struct vhost_state *st = fam->priv;
+	bool net = virt_kmod_present("vhost_net");
+	bool vsock = virt_kmod_present("vhost_vsock");
+	bool scsi = virt_kmod_present("vhost_scsi");
+
+	if (!net && !vsock && !scsi) {
+		virt_set_reason(fam, "vhost_net not loaded (nor vhost_vsock, vhost_scsi)");
+		return false;
+	}
+	if (st && st->skel && (net != st->had_net || vsock != st->had_vsock ||
+			       scsi != st->had_scsi)) {
+		virt_set_reason(fam, "vhost drivers changed (vhost_net %s, vhost_vsock %s, vhost_scsi %s): re-attaching",
+				net ? "loaded" : "gone", vsock ? "loaded" : "gone",
+				scsi ? "loaded" : "gone");
+		return false;
+	}
+	return true;
+}
+
+/* ------------------------------------------------------------ attach */
+
+static int on_record(void *ctx, void *data, size_t size);
+
+/* Keep only the handler programs of drivers that are loaded: fentry and
+ * kprobe on a function of a module that is not there cannot load/attach. */
+static unsigned int drop_absent(struct vhost_bpf *skel, struct vhost_state *st)
+{
+	struct bpf_program *prog;
+	unsigned int n = 0;
+
+	bpf_object__for_each_program(prog, skel->obj) {
+		const char *name = bpf_program__name(prog);
+
+		if (!bpf_program__autoload(prog))
+			continue;
+		if ((!st->had_net && strstr(name, "_net_")) ||
+		    (!st->had_vsock && strstr(name, "_vsock_")) ||
+		    (!st->had_scsi && strstr(name, "_scsi_")))
+			bpf_program__set_autoload(prog, false);
+		else
+			n++;
+	}
+	return n;
+}
+
+static int try_variant(struct virt_family *fam, const char *variant, char *why, size_t len)
+{
+	struct vhost_state *st = fam->priv;
+	struct vhost_bpf *skel = vhost_bpf__open();
+	unsigned int n;
+	int err;
+
+	if (!skel) {
+		snprintf(why, len, "open: %s", strerror(errno));
+		return -1;
+	}
+	skel->rodata->stall_ns = fam->opts[OPT_STALL_US].u * 1000ull;
+	bpf_map__set_max_entries(skel->maps.queues, (__u32)fam->opts[OPT_MAX_QUEUES].u);
+	bpf_map__set_max_entries(skel->maps.notvq, (__u32)fam->opts[OPT_MAX_QUEUES].u);
+	virt_autoload_variant(skel->obj, "vhost", variant);
+	n = drop_absent(skel, st);
+	err = vhost_bpf__load(skel);
+	if (err) {
+		snprintf(why, len, "load: %s", strerror(-err));
+		vhost_bpf__destroy(skel);
+		return -1;
+	}
+	err = vhost_bpf__attach(skel);
+	if (err) {
+		snprintf(why, len, "attach: %s", strerror(-err));
+		vhost_bpf__destroy(skel);
+		return -1;
+	}
+	st->rb = ring_buffer__new(bpf_map__fd(skel->maps.stalls), on_record, st, NULL);
+	if (!st->rb) {
+		snprintf(why, len, "ring buffer: %s", strerror(errno));
+		vhost_bpf__destroy(skel);
+		return -1;
+	}
+	st->skel = skel;
+	fam->programs = n;
+	return 0;
+}
+
+static int try_fentry(struct virt_family *fam, char *why, size_t len)
+{
+	return try_variant(fam, "fentry", why, len);
+}
+
+static int try_kprobe(struct virt_family *fam, char *why, size_t len)
+{
+	return try_variant(fam, "kprobe", why, len);
+}
+
+static const struct virt_method vhost_methods[] = {
+	{ "fentry", try_fentry },
+	{ "kprobe", try_kprobe },
+};
+
+static int vhost_attach(struct virt_family *fam)
+{
+	struct vhost_state *st = fam->priv;
+
+	if (!st) {			/* first attach: rows live until exit */
+		size_t max = fam->opts[OPT_MAX_QUEUES].u;
+
+		st = calloc(1, sizeof(*st));
+		if (!st)
+			return -ENOMEM;
+		if (virt_bulk_alloc(&st->bulk, max < VHOST_DROPS ? VHOST_DROPS : max,
+				    sizeof(__u64), sizeof(struct vhost_queue)) < 0) {
+			free(st);
+			return -ENOMEM;
+		}
+		st->evcap = fam->opts[OPT_MAX_EVENTS].u;
+		st->ev = calloc(st->evcap, sizeof(*st->ev));
+		st->evarray = pmdaEventNewArray();
+		if (!st->ev || st->evarray < 0) {
+			virt_bulk_free(&st->bulk);
+			free(st->ev);
+			free(st);
+			return -ENOMEM;
+		}
+		for (int i = 0; i < MAX_CONTEXTS; i++)
+			st->ctx[i].ctx = -1;
+		fam->priv = st;
+	}
+	st->had_net = virt_kmod_present("vhost_net");
+	st->had_vsock = virt_kmod_present("vhost_vsock");
+	st->had_scsi = virt_kmod_present("vhost_scsi");
+	st->bpf_drops = 0;
+	if (virt_attach_chain(fam, vhost_methods, 2) < 0)
+		return -ENOENT;
+	return VIRT_ATTACHED;
+}
+
+/* ------------------------------------------------------------- names */
+
+static const struct {
+	const char *sym, *kind, *queue;
+} kick_syms[] = {
+	{ "handle_tx_kick", "net", "tx" },
+	{ "handle_rx_kick", "net", "rx" },
+	{ "vhost_vsock_handle_tx_kick", "vsock", "tx" },
+	{ "vhost_vsock_handle_rx_kick", "vsock", "rx" },
+	{ "vhost_scsi_handle_kick", "scsi", NULL },
+	{ "vhost_scsi_ctl_handle_kick", "scsi", NULL },
+	{ "vhost_scsi_evt_handle_kick", "scsi", NULL },
+};
+#define NKICK (sizeof(kick_syms) / sizeof(kick_syms[0]))
+
+/* Addresses of the known handlers, read again when an unknown address
+ * shows up (a driver module loaded since). */
+static void read_kallsyms(struct vhost_state *st)
+{
+	char line[512];
+	FILE *f = fopen("/proc/kallsyms", "r");
+	unsigned int keep = 0;
+
+	/* forget the known handlers, keep the unknown addresses */
+	for (unsigned int i = 0; i < st->nfns; i++)
+		if (!st->fns[i].kind)
+			st->fns[keep++] = st->fns[i];
+	st->nfns = keep;
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f) && st->nfns < 64) {
+		unsigned long long addr;
+		char type, sym[256];
+
+		if (sscanf(line, "%llx %c %255s", &addr, &type, sym) != 3 || addr == 0)
+			continue;
+		for (size_t k = 0; k < NKICK; k++)
+			if (strcmp(sym, kick_syms[k].sym) == 0)
+				st->fns[st->nfns++] = (struct kick_fn){ addr, kick_syms[k].kind,
+									kick_syms[k].queue };
+	}
+	fclose(f);
+}
+
+static const struct kick_fn *kick_fn_of(struct vhost_state *st, uint64_t addr)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		for (unsigned int i = 0; i < st->nfns; i++)
+			if (st->fns[i].addr == addr)
+				return &st->fns[i];
+		if (pass == 0)
+			read_kallsyms(st);
+	}
+	if (st->nfns < 64)		/* unknown: do not scan again for it */
+		st->fns[st->nfns++] = (struct kick_fn){ addr, NULL, NULL };
+	return NULL;
+}
+
+static struct v_dev *dev_get(struct vhost_state *st, uint64_t dev, uint32_t owner,
+			     const char *kind)
+{
+	struct v_dev *d;
+	unsigned int id = 0;
+	bool taken = true;
+
+	for (size_t i = 0; i < st->ndevs; i++)
+		if (st->devs[i]->dev == dev)
+			return st->devs[i];
+	/* the lowest number this owner does not use for this kind */
+	while (taken) {
+		taken = false;
+		for (size_t i = 0; i < st->ndevs; i++)
+			if (st->devs[i]->owner == owner && strcmp(st->devs[i]->kind, kind) == 0 &&
+			    st->devs[i]->id == id) {
+				taken = true;
+				id++;
+				break;
+			}
+	}
+	if (st->ndevs == st->capdevs) {
+		size_t cap = st->capdevs ? st->capdevs * 2 : 16;
+		struct v_dev **v = realloc(st->devs, cap * sizeof(struct v_dev *));
+
+		if (!v)
+			return NULL;
+		st->devs = v;
+		st->capdevs = cap;
+	}
+	if (!(d = calloc(1, sizeof(*d))))
+		return NULL;
+	*d = (struct v_dev){ dev, owner, kind, id, 0 };
+	st->devs[st->ndevs++] = d;
+	return d;
+}
+
+static void dev_put(struct vhost_state *st, struct v_dev *d)
+{
+	if (!d || --d->refs)
+		return;
+	for (size_t i = 0; i < st->ndevs; i++)
+		if (st->devs[i] == d) {
+			st->devs[i] = st->devs[--st->ndevs];
+			break;
+		}
+	free(d);
+}
+
+static struct q_row *row_by_name(struct vhost_state *st, const char *name, uint32_t owner)
+{
+	struct q_row *r;
+
+	for (size_t i = 0; i < st->nrows; i++)
+		if (strcmp(st->rows[i]->lat.name, name) == 0)
+			return st->rows[i];
+	if (st->nrows == st->caprows) {
+		size_t cap = st->caprows ? st->caprows * 2 : 16;
+		struct q_row **v = realloc(st->rows, cap * sizeof(struct q_row *));
+
+		if (!v)
+			return NULL;
+		st->rows = v;
+		st->caprows = cap;
+	}
+	if (!(r = calloc(1, sizeof(*r))))
+		return NULL;
+	virt_row_init(&r->lat, virt_indom(VIRT_I_VHOST_QUEUE),
+		      virt_indom(VIRT_I_VHOST_LATENCY_HIST), name);
+	virt_row_init(&r->pkts, PM_INDOM_NULL, virt_indom(VIRT_I_VHOST_PACKETS_HIST), name);
+	virt_row_init(&r->bytes, PM_INDOM_NULL, virt_indom(VIRT_I_VHOST_BYTES_HIST), name);
+	r->owner = owner;
+	st->rows[st->nrows++] = r;
+	return r;
+}
+
+/* First sight of a queue pointer: name it from its map value. */
+static struct q_ptr *ptr_add(struct vhost_state *st, uint64_t vq, const struct vhost_queue *v)
+{
+	const struct kick_fn *fn = kick_fn_of(st, v->fn);
+	const char *kind = fn ? fn->kind : "vhost";
+	char name[VIRT_NAME_MAX], qname[16], clean[VIRT_NAME_MAX];
+	struct v_dev *d;
+	struct q_row *r;
+	struct q_ptr *p;
+
+	if (!v->dev)
+		return NULL;		/* being filled in by the BPF side right now */
+	if (!(d = dev_get(st, v->dev, v->owner, kind)))
+		return NULL;
+	if (fn && fn->queue)
+		snprintf(qname, sizeof(qname), "%s", fn->queue);
+	else if (v->index != ~0u)
+		snprintf(qname, sizeof(qname), "%u", v->index);
+	else
+		snprintf(qname, sizeof(qname), "unknown");
+	snprintf(name, sizeof(name), "%u/%s%u/%s", v->owner, kind, d->id, qname);
+	virt_sanitize(clean, sizeof(clean), name);
+	if (!(r = row_by_name(st, clean, v->owner))) {
+		d->refs++;
+		dev_put(st, d);
+		return NULL;
+	}
+	if (st->nptrs == st->capptrs) {
+		size_t cap = st->capptrs ? st->capptrs * 2 : 16;
+		struct q_ptr *n = realloc(st->ptrs, cap * sizeof(*n));
+
+		if (!n) {
+			d->refs++;
+			dev_put(st, d);
+			return NULL;
+		}
+		st->ptrs = n;
+		st->capptrs = cap;
+	}
+	d->refs++;
+	p = &st->ptrs[st->nptrs++];
+	memset(p, 0, sizeof(*p));
+	p->vq = vq;
+	p->born = v->born;
+	p->row = r;
+	p->dev = d;
+	return p;
+}
+
+static struct q_ptr *ptr_find(struct vhost_state *st, uint64_t vq)
+{
+	for (size_t i = 0; i < st->nptrs; i++)
+		if (st->ptrs[i].vq == vq)
+			return &st->ptrs[i];
+	return NULL;
+}
+
+static void fold(struct q_ptr *p)
+{
+	for (size_t w = FIRST_COUNTER; w < SW; w++)
+		p->row->base[w] += p->last[w];
+}
+
+/* A dead or vanished pointer: its counts go into the row, its map entry
+ * and (last queue) device go. */
+static void ptr_bury(struct vhost_state *st, size_t i, bool delete)
+{
+	struct q_ptr *p = &st->ptrs[i];
+
+	fold(p);
+	if (delete && st->skel) {
+		virt_bpf_syscalls++;
+		bpf_map_delete_elem(bpf_map__fd(st->skel->maps.queues), &p->vq);
+	}
+	dev_put(st, p->dev);
+	st->ptrs[i] = st->ptrs[--st->nptrs];
+}
+
+static void row_retire(struct q_row *r)
+{
+	virt_row_retire(&r->lat);
+	virt_row_retire(&r->pkts);
+	virt_row_retire(&r->bytes);
+}
+
+static void vhost_detach(struct virt_family *fam)
+{
+	struct vhost_state *st = fam->priv;
+
+	if (!st)
+		return;
+	ring_buffer__free(st->rb);
+	st->rb = NULL;
+	vhost_bpf__destroy(st->skel);
+	st->skel = NULL;
+	while (st->nptrs)
+		ptr_bury(st, st->nptrs - 1, false);
+	for (size_t i = 0; i < st->nrows; i++) {
+		struct q_row *r = st->rows[i];
+
+		memcpy(r->sum, r->base, sizeof(r->sum));
+		r->live = 0;
+		row_retire(r);
+	}
+	st->evlost += st->bpf_drops;	/* keep dropped monotonic */
+	st->bpf_drops = 0;
+}
+
+/* ------------------------------------------------------ stall events */
+
+static uint64_t clock_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void ptr_bury(struct vhost_state *st, size_t i, bool delete);
+
+static const struct vhost_queue *dumped(struct vhost_state *st, uint64_t vq)
+{
+	for (int i = 0; i < st->dumped; i++)
+		if (((uint64_t *)st->bulk.keys)[i] == vq)
+			return (const void *)((char *)st->bulk.vals +
+					      (size_t)i * sizeof(struct vhost_queue));
+	return NULL;
+}
+
+/* The final values of a queue whose device was cleaned up: into its row,
+ * and the pointer goes (the BPF side deleted its map entry). */
+static void on_final(struct vhost_state *st, const struct vhost_final *f)
+{
+	struct q_ptr *p = NULL;
+
+	for (size_t i = 0; i < st->nptrs; i++)
+		if (st->ptrs[i].vq == f->vq && st->ptrs[i].born == f->q.born)
+			p = &st->ptrs[i];
+	if (!p)
+		p = ptr_add(st, f->vq, &f->q);
+	if (st->nfin < sizeof(st->fin) / sizeof(st->fin[0])) {
+		st->fin[st->nfin].vq = f->vq;
+		st->fin[st->nfin++].born = f->q.born;
+	}
+	if (!p)
+		return;
+	memcpy(p->last, &f->q, sizeof(p->last));
+	ptr_bury(st, (size_t)(p - st->ptrs), false);
+}
+
+/* One record from the ring buffer: a stall into the agent queue, or a
+ * queue's final values. */
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct vhost_state *st = ctx;
+	const struct vhost_stall *e = data;
+	struct stall_rec *r;
+	struct q_ptr *p;
+	uint64_t wall, mono;
+
+	if (size >= sizeof(struct vhost_final) && e->kind == VHOST_REC_FINAL) {
+		on_final(st, data);
+		return 0;
+	}
+	if (size < sizeof(*e) || e->kind != VHOST_REC_STALL)
+		return 0;
+	r = &st->ev[st->evnext % st->evcap];
+	if (st->evnext >= st->evcap) {
+		/* pushing out evnext - evcap: lost if a reader has not seen it */
+		for (int i = 0; i < MAX_CONTEXTS; i++)
+			if (st->ctx[i].ctx >= 0 && st->ctx[i].next <= r->seq) {
+				st->evlost++;
+				break;
+			}
+	}
+	wall = clock_ns(CLOCK_REALTIME);
+	mono = clock_ns(CLOCK_MONOTONIC);
+	wall -= mono > e->ts ? mono - e->ts : 0;
+	r->seq = st->evnext++;
+	r->tv.tv_sec = (time_t)(wall / 1000000000ull);
+	r->tv.tv_usec = (suseconds_t)(wall % 1000000000ull / 1000);
+	p = ptr_find(st, e->vq);
+	if (!p) {
+		const struct vhost_queue *v = dumped(st, e->vq);
+
+		if (v)
+			p = ptr_add(st, e->vq, v);
+	}
+	snprintf(r->queue, sizeof(r->queue), "%s", p ? p->row->lat.name : "unknown");
+	r->latency = e->latency;
+	r->cpu = e->cpu;
+	return 0;
+}
+
+static struct ctx_cursor *cursor_of(struct vhost_state *st, int ctx)
+{
+	struct ctx_cursor *lru = &st->ctx[0];
+
+	for (int i = 0; i < MAX_CONTEXTS; i++) {
+		if (st->ctx[i].ctx == ctx)
+			return &st->ctx[i];
+		if (st->ctx[i].ctx < 0 || st->ctx[i].used < lru->used)
+			lru = &st->ctx[i];
+		if (st->ctx[i].ctx < 0)
+			break;
+	}
+	/* a new client context sees the records that arrive from now on */
+	*lru = (struct ctx_cursor){ ctx, st->evnext, 0 };
+	return lru;
+}
+
+static int fetch_events(struct vhost_state *st, pmAtomValue *atom)
+{
+	struct ctx_cursor *c = cursor_of(st, pmdaGetContext());
+	uint64_t first = st->evnext > st->evcap ? st->evnext - st->evcap : 0;
+	int n = 0;
+
+	c->used = time(NULL);
+	if (c->next < first)
+		c->next = first;
+	if (c->next >= st->evnext)
+		return PMDA_FETCH_NOVALUES;
+	pmdaEventResetArray(st->evarray);
+	for (uint64_t s = c->next; s < st->evnext; s++) {
+		struct stall_rec *r = &st->ev[s % st->evcap];
+		pmAtomValue a;
+
+		if (pmdaEventAddRecord(st->evarray, &r->tv, PM_EVENT_FLAG_POINT) < 0)
+			break;
+		a.cp = r->queue;
+		pmdaEventAddParam(st->evarray, pmID_build(VIRT_DOMAIN, VIRT_CLUSTER_VHOST, 5),
+				  PM_TYPE_STRING, &a);
+		a.ull = r->latency;
+		pmdaEventAddParam(st->evarray, pmID_build(VIRT_DOMAIN, VIRT_CLUSTER_VHOST, 6),
+				  PM_TYPE_U64, &a);
+		a.ul = r->cpu;
+		pmdaEventAddParam(st->evarray, pmID_build(VIRT_DOMAIN, VIRT_CLUSTER_VHOST, 7),
+				  PM_TYPE_U32, &a);
+		n++;
+	}
+	c->next = st->evnext;
+	if (!n)
+		return PMDA_FETCH_NOVALUES;
+	atom->vbp = (pmValueBlock *)pmdaEventGetAddr(st->evarray);
+	return PMDA_FETCH_STATIC;
+}
+
+/* ----------------------------------------------------------- refresh */
+
+static bool pid_alive(uint32_t pid)
+{
+	char path[64];
+	struct stat sb;
+
+	if (pid == 0)
+		return true;		/* owner unknown: rely on vhost_dev_cleanup */
+	snprintf(path, sizeof(path), "/proc/%u", pid);
+	return stat(path, &sb) == 0;
+}
+
+static int vhost_refresh(struct virt_family *fam)
+{
+	struct vhost_state *st = fam->priv;
+	struct bpf_map *map = st->skel->maps.queues;
+	size_t stride = sizeof(struct vhost_queue);	/* not per-CPU */
+	int got = virt_map_dump(bpf_map__fd(map), st->bulk.keys, sizeof(__u64), st->bulk.vals,
+				stride, bpf_map__max_entries(map));
+
+	if (got < 0)
+		return got;
+	/* ring buffer first: final values of queues cleaned up since the
+	 * last refresh (and stall records, named through the pointers) */
+	st->dumped = got;
+	st->nfin = 0;
+	if (st->rb) {
+		virt_bpf_syscalls++;
+		ring_buffer__consume(st->rb);
+	}
+	for (size_t i = 0; i < st->nptrs; i++)
+		st->ptrs[i].seen = false;
+	for (int i = 0; i < got; i++) {
+		uint64_t vq = ((uint64_t *)st->bulk.keys)[i];
+		const struct vhost_queue *v =
+			(const void *)((char *)st->bulk.vals + (size_t)i * stride);
+		struct q_ptr *p = ptr_find(st, vq);
+		bool final = false;
+
+		for (unsigned int f = 0; f < st->nfin; f++)
+			final |= st->fin[f].vq == vq && st->fin[f].born == v->born;
+		if (final || !v->dev)
+			continue;	/* read before its final record, or being born */
+		if (p && p->born != v->born) {	/* a new device at the same address */
+			ptr_bury(st, (size_t)(p - st->ptrs), false);
+			p = NULL;
+		}
+		if (!p && !(p = ptr_add(st, vq, v)))
+			continue;
+		memcpy(p->last, v, sizeof(p->last));
+		p->seen = true;
+	}
+	st->dumped = 0;
+	for (size_t i = 0; i < st->nptrs;) {
+		struct q_ptr *p = &st->ptrs[i];
+
+		if (!p->seen || p->last[W(dead)] || !pid_alive(p->row->owner))
+			ptr_bury(st, i, p->seen);
+		else
+			i++;
+	}
+	for (size_t i = 0; i < st->nrows; i++) {
+		memcpy(st->rows[i]->sum, st->rows[i]->base, sizeof(st->rows[i]->sum));
+		st->rows[i]->live = 0;
+	}
+	for (size_t i = 0; i < st->nptrs; i++) {
+		struct q_ptr *p = &st->ptrs[i];
+
+		for (size_t w = FIRST_COUNTER; w < SW; w++)
+			p->row->sum[w] += p->last[w];
+		p->row->live++;
+	}
+	for (size_t i = 0; i < st->nrows;) {
+		struct q_row *r = st->rows[i];
+
+		virt_row_set(&r->lat, NULL, 0, &r->sum[W(lat)]);
+		virt_row_set(&r->pkts, NULL, 0, &r->sum[W(pkts)]);
+		virt_row_set(&r->bytes, NULL, 0, &r->sum[W(bytes)]);
+		if (r->live) {
+			virt_row_expose(&r->lat, true);
+			virt_row_expose(&r->pkts, true);
+			virt_row_expose(&r->bytes, true);
+			i++;
+		} else {
+			row_retire(r);
+			if (!pid_alive(r->owner)) {	/* its VMM is gone: forget it */
+				free(r);
+				st->rows[i] = st->rows[--st->nrows];
+			} else {
+				i++;
+			}
+		}
+	}
+	st->bpf_drops = virt_percpu_counters_total(bpf_map__fd(st->skel->maps.drops), &st->bulk,
+						    VHOST_DROPS);
+	fam->dropped = st->evlost + st->bpf_drops;
+	return 0;
+}
+
+/* -------------------------------------------------------------- fetch */
+
+static const size_t word_of[VIRT_NMETRICS] = {
+	[VIRT_M_VHOST_KICKS] = W(kicks),
+	[VIRT_M_VHOST_WAKEUPS] = W(wakeups),
+	[VIRT_M_VHOST_STALLS] = W(stalls),
+	[VIRT_M_VHOST_WEIGHT_EXCEEDED] = W(weight_exceeded),
+};
+
+static int vhost_fetch(struct virt_family *fam, enum virt_metric_id m, unsigned int inst,
+		       pmAtomValue *atom)
+{
+	struct vhost_state *st = fam->priv;
+	struct q_row *r;
+
+	switch (m) {
+	case VIRT_M_VHOST_LATENCY:
+		return virt_row_fetch(VIRT_I_VHOST_LATENCY_HIST, VIRT_ROW_HIST, inst, atom);
+	case VIRT_M_VHOST_BATCH_PACKETS:
+		return virt_row_fetch(VIRT_I_VHOST_PACKETS_HIST, VIRT_ROW_HIST, inst, atom);
+	case VIRT_M_VHOST_BATCH_BYTES:
+		return virt_row_fetch(VIRT_I_VHOST_BYTES_HIST, VIRT_ROW_HIST, inst, atom);
+	case VIRT_M_VHOST_STALL_EVENTS:
+		return fetch_events(st, atom);
+	case VIRT_M_VHOST_STALL_QUEUE: case VIRT_M_VHOST_STALL_LATENCY:
+	case VIRT_M_VHOST_STALL_CPU:
+		return PMDA_FETCH_NOVALUES;	/* only inside event records */
+	case VIRT_M_VHOST_KICKS: case VIRT_M_VHOST_WAKEUPS:
+	case VIRT_M_VHOST_STALLS: case VIRT_M_VHOST_WEIGHT_EXCEEDED:
+		r = (struct q_row *)virt_row_of(virt_indom(VIRT_I_VHOST_QUEUE), inst);
+		if (!r)
+			return PM_ERR_INST;
+		atom->ull = r->sum[word_of[m]];
+		return PMDA_FETCH_STATIC;
+	default:
+		return PM_ERR_PMID;
+	}
+}
+
+const struct virt_module virt_module = {
+	.abi = VIRT_MODULE_ABI,
+	.name = "vhost",
+	.options = vhost_options,
+	.noptions = NOPTS,
+	.ready = vhost_ready,
+	.attach = vhost_attach,
+	.detach = vhost_detach,
+	.refresh = vhost_refresh,
+	.fetch = vhost_fetch,
+};
