@@ -62,20 +62,6 @@ struct trace_event_raw_kvm_userspace_exit___virt {
 	__u32 reason;
 } __attribute__((preserve_access_index));
 
-/* Where a vCPU thread is between kvm_exit and the next kvm_entry. */
-struct kvm_vcpu_track {
-	__u64 exit_ts;		/* 0: not inside an exit */
-	__u64 uexit_ts;		/* 0: this exit did not go to the VMM */
-	__u64 vcpu;		/* identity: vcpu pointer (or vcpu_id) */
-	__u64 hcall_nr;
-	__u32 slot;
-	__u32 code;
-	__u32 isa;
-	__u32 ureason;
-	__u32 hcall;		/* this exit was a hypercall */
-	__u32 pad;
-};
-
 /* Keyed by thread id. LRU: a vCPU thread that dies mid-exit is evicted,
  * never leaks; the agent also sweeps dead threads (pmda/kvm.c). */
 struct {
@@ -114,13 +100,6 @@ struct {
 } uexits SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32);
-	__type(value, struct kvm_vm_stats);
-} vms SEC(".maps");
-
-struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, KVM_DROPS);
 	__type(key, __u32);
@@ -128,7 +107,6 @@ struct {
 } drops SEC(".maps");
 
 static const struct kvm_stats zero_stats;
-static const struct kvm_vm_stats zero_vm;
 
 static __always_inline __u32 exit_slot(__u32 isa, __u32 code)
 {
@@ -201,39 +179,39 @@ static __always_inline void account(struct kvm_stats *s, __u64 ns)
 		s->hist[b]++;
 }
 
-static __always_inline struct kvm_vm_stats *vm_stats(void)
+/* The calling thread's entry, created on first sight; a thread id reused
+ * by another process starts afresh (its old counts were the agent's). */
+static __always_inline struct kvm_vcpu_track *track(void)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id, tgid = id >> 32;
+	struct kvm_vcpu_track *st = bpf_map_lookup_elem(&vcpus, &tid);
 
-	return lookup_or_init(&vms, &tgid, &zero_vm, KVM_DROP_VM);
+	if (st && st->tgid == tgid)
+		return st;
+	struct kvm_vcpu_track fresh = { .tgid = tgid };
+
+	bpf_map_update_elem(&vcpus, &tid, &fresh, BPF_ANY);
+	st = bpf_map_lookup_elem(&vcpus, &tid);
+	if (!st)
+		VIRT_DROP(drops, KVM_DROP_VCPU);
+	return st;
 }
 
 static __always_inline int on_exit(__u64 vcpu, __u32 isa, __u32 code)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u32 slot = exit_slot(isa, code);
-	struct kvm_vcpu_track *st;
+	struct kvm_vcpu_track *st = track();
 
+	if (!st)
+		return 0;
 	if (!latency) {
 		struct kvm_stats *s = exit_stats(isa, code, slot);
-		struct kvm_vm_stats *vm = vm_stats();
 
 		if (s)
 			s->count++;
-		if (vm)
-			vm->exits++;
+		st->vm.exits++;
 		return 0;
-	}
-	st = bpf_map_lookup_elem(&vcpus, &tid);
-	if (!st) {
-		struct kvm_vcpu_track fresh = {};
-
-		bpf_map_update_elem(&vcpus, &tid, &fresh, BPF_ANY);
-		st = bpf_map_lookup_elem(&vcpus, &tid);
-		if (!st) {
-			VIRT_DROP(drops, KVM_DROP_VCPU);
-			return 0;
-		}
 	}
 	st->exit_ts = bpf_ktime_get_ns();
 	st->uexit_ts = 0;
@@ -268,23 +246,20 @@ static __always_inline int on_hypercall(__u64 nr)
 static __always_inline int on_userspace_exit(__u32 reason)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct kvm_vcpu_track *st;
+	struct kvm_vcpu_track *st = bpf_map_lookup_elem(&vcpus, &tid);
 
 	if (!latency) {
 		struct kvm_stats *s = bpf_map_lookup_elem(&uexits, &reason);
-		struct kvm_vm_stats *vm;
 
 		if (!s) {
 			VIRT_DROP(drops, KVM_DROP_UEXIT);
 			return 0;
 		}
 		s->count++;
-		vm = vm_stats();
-		if (vm)
-			vm->uexits++;
+		if (st)
+			st->vm.uexits++;
 		return 0;
 	}
-	st = bpf_map_lookup_elem(&vcpus, &tid);
 	if (st && st->exit_ts) {
 		st->uexit_ts = bpf_ktime_get_ns();
 		st->ureason = reason;
@@ -296,7 +271,6 @@ static __always_inline int on_entry(__u64 vcpu)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct kvm_vcpu_track *st = bpf_map_lookup_elem(&vcpus, &tid);
-	struct kvm_vm_stats *vm;
 	struct kvm_stats *s;
 	__u64 now, ns;
 
@@ -316,11 +290,8 @@ static __always_inline int on_entry(__u64 vcpu)
 		if (s)
 			account(s, ns);
 	}
-	vm = vm_stats();
-	if (vm) {
-		vm->exits++;
-		vm->exit_ns += ns;
-	}
+	st->vm.exits++;
+	st->vm.exit_ns += ns;
 	if (st->uexit_ts) {
 		__u64 uns = now - st->uexit_ts;
 		__u32 reason = st->ureason;
@@ -330,10 +301,8 @@ static __always_inline int on_entry(__u64 vcpu)
 			account(s, uns);
 		else
 			VIRT_DROP(drops, KVM_DROP_UEXIT);
-		if (vm) {
-			vm->uexits++;
-			vm->uexit_ns += uns;
-		}
+		st->vm.uexits++;
+		st->vm.uexit_ns += uns;
 	}
 	return 0;
 }

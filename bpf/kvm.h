@@ -34,11 +34,29 @@ struct kvm_vm_stats {
 	__u64 uexit_ns;
 };
 
+/* Per vCPU thread (the "vcpus" LRU hash, keyed by thread id): where the
+ * thread is between kvm_exit and the next kvm_entry, and its share of its
+ * VM's counters. Per-VM numbers are summed by tgid in the agent, so the
+ * per-exit programs touch one per-thread entry instead of a per-VM hash. */
+struct kvm_vcpu_track {
+	__u64 exit_ts;		/* 0: not inside an exit */
+	__u64 uexit_ts;		/* 0: this exit did not go to the VMM */
+	__u64 vcpu;		/* identity: vcpu pointer (or vcpu_id) */
+	__u64 hcall_nr;
+	__u32 slot;
+	__u32 code;
+	__u32 isa;
+	__u32 ureason;
+	__u32 hcall;		/* this exit was a hypercall */
+	__u32 tgid;		/* the VMM process */
+	struct kvm_vm_stats vm;
+};
+
 enum kvm_drop {
 	KVM_DROP_VCPU,		/* vcpus map could not take a new thread */
 	KVM_DROP_OTHER,		/* exits_other full */
 	KVM_DROP_HCALL,		/* hcalls full */
-	KVM_DROP_VM,		/* vms full */
+	KVM_DROP_VM,		/* more VMM processes than max_vms (agent side) */
 	KVM_DROP_UEXIT,		/* KVM_EXIT_* code >= KVM_UEXIT_REASONS */
 	KVM_DROPS
 };

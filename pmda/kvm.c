@@ -29,9 +29,9 @@ static const struct virt_option kvm_options[NOPTS] = {
 	[OPT_LATENCY] = { "latency", VIRT_OPT_BOOL, 0, 0, "true",
 		"exit->entry latency histograms; false = counts only (cheaper)" },
 	[OPT_MAX_VCPUS] = { "max_vcpus", VIRT_OPT_UINT, 16, 1u << 20, "4096",
-		"vCPU threads tracked between exit and entry (LRU beyond that)" },
+		"vCPU threads tracked (exit->entry pairing, per-VM counts); least recently used evicted beyond that" },
 	[OPT_MAX_VMS] = { "max_vms", VIRT_OPT_UINT, 1, 65536, "1024",
-		"VMM processes with per-VM counters; more are counted as dropped" },
+		"VMM processes with per-VM rows; threads of more are counted as dropped" },
 	[OPT_MAX_HCALLS] = { "max_hypercalls", VIRT_OPT_UINT, 1, 65536, "256",
 		"distinct hypercall numbers; more are counted as dropped" },
 };
@@ -46,8 +46,17 @@ struct keyed_rows {
 	struct keyed {
 		uint64_t key;
 		struct virt_row row;
+		uint64_t gone[VM_WORDS];	/* VM rows: counts of its threads that are gone */
 	} **v;
 	size_t n, cap;
+};
+
+/* A vCPU thread seen in the vcpus map: its share of its VM's counters. */
+struct vcpu_thread {
+	uint32_t tid, tgid;
+	uint64_t last[VM_WORDS];
+	bool live;			/* in this refresh's dump */
+	bool dropped;			/* counted once in vm_drops (max_vms) */
 };
 
 struct kvm_state {
@@ -55,6 +64,10 @@ struct kvm_state {
 	struct virt_row slots[KVM_SLOTS];
 	struct virt_row uexit[KVM_UEXIT_REASONS];
 	struct keyed_rows other, hcalls, vms;
+	struct vcpu_thread *threads;
+	size_t nthreads, capthreads;
+	uint32_t *dead;			/* thread ids to delete from vcpus, max_vcpus */
+	uint64_t vm_drops;
 	struct virt_bulk bulk;		/* bulk-read buffers, sized for the largest map */
 	time_t last_sweep;
 };
@@ -138,6 +151,7 @@ static struct virt_row *keyed_add(struct keyed_rows *t, uint64_t key, pmInDom in
 	k = malloc(sizeof(*k));
 	if (!k)
 		return NULL;
+	memset(k, 0, sizeof(*k));
 	k->key = key;
 	virt_row_init(&k->row, indom, hindom, name);
 	t->v[t->n++] = k;
@@ -149,14 +163,6 @@ static void keyed_remove(struct keyed_rows *t, size_t i)
 	virt_row_retire(&t->v[i]->row);
 	free(t->v[i]);
 	t->v[i] = t->v[--t->n];
-}
-
-static void keyed_clear(struct keyed_rows *t)
-{
-	while (t->n)
-		keyed_remove(t, t->n - 1);
-	free(t->v);
-	*t = (struct keyed_rows){ 0 };
 }
 
 /* ------------------------------------------------------------- attach */
@@ -210,7 +216,6 @@ static int try_variant(struct virt_family *fam, enum variant v, char *why, size_
 	}
 	skel->rodata->latency = latency;
 	bpf_map__set_max_entries(skel->maps.vcpus, (__u32)fam->opts[OPT_MAX_VCPUS].u);
-	bpf_map__set_max_entries(skel->maps.vms, (__u32)fam->opts[OPT_MAX_VMS].u);
 	bpf_map__set_max_entries(skel->maps.hcalls, (__u32)fam->opts[OPT_MAX_HCALLS].u);
 	set_variant(skel, v, latency);
 	err = kvm_bpf__load(skel);
@@ -286,9 +291,11 @@ static void rebase_keyed(struct keyed_rows *t)
 		virt_row_rebase(&t->v[i]->row);
 }
 
+static void threads_forget(struct kvm_state *st);
+
 /* The BPF object goes; rows stay (instances keep their ids and counters
- * stay monotonic across e.g. rmmod/modprobe kvm_amd). VMs are per process:
- * their rows go with the object, and come back if the process lives on. */
+ * stay monotonic across e.g. rmmod/modprobe kvm_amd), VM rows too until
+ * their process is found gone. */
 static void kvm_detach(struct virt_family *fam)
 {
 	struct kvm_state *st = fam->priv;
@@ -303,7 +310,7 @@ static void kvm_detach(struct virt_family *fam)
 		virt_row_rebase(&st->uexit[r]);
 	rebase_keyed(&st->other);
 	rebase_keyed(&st->hcalls);
-	keyed_clear(&st->vms);
+	threads_forget(st);
 }
 
 static int kvm_attach(struct virt_family *fam)
@@ -314,7 +321,9 @@ static int kvm_attach(struct virt_family *fam)
 		st = calloc(1, sizeof(*st));
 		if (!st)
 			return -ENOMEM;
-		if (alloc_buffers(st, fam) < 0) {
+		st->dead = calloc(fam->opts[OPT_MAX_VCPUS].u, sizeof(*st->dead));
+		if (!st->dead || alloc_buffers(st, fam) < 0) {
+			free(st->dead);
 			free(st);
 			return -ENOMEM;
 		}
@@ -418,68 +427,172 @@ static void vm_name(char *buf, size_t len, uint32_t pid)
 	snprintf(buf, len, "%u %s", pid, clean);
 }
 
-/* Per-VM rows: exited VMMs leave the instance domain and the map. */
-static int read_vms(struct kvm_state *st)
+/* ------------------------------------------------ per-VM from threads */
+
+static struct keyed *vm_of(struct kvm_state *st, uint32_t tgid)
 {
-	struct bpf_map *map = st->skel->maps.vms;
-	size_t stride = percpu_stride(sizeof(struct kvm_vm_stats));
-	int got = virt_map_dump(bpf_map__fd(map), st->bulk.keys, sizeof(__u32), st->bulk.vals,
-				stride, bpf_map__max_entries(map));
-
 	for (size_t i = 0; i < st->vms.n; i++)
-		st->vms.v[i]->row.live = false;
-	for (int i = 0; i < got; i++) {
-		uint32_t pid = ((uint32_t *)st->bulk.keys)[i];
-		struct virt_row *r = keyed_find(&st->vms, pid);
-		uint64_t sum[VM_WORDS];
-
-		if (!pid_alive(pid)) {
-			virt_bpf_syscalls++;
-			bpf_map_delete_elem(bpf_map__fd(map), &pid);
-			continue;
-		}
-		if (!r) {
-			char name[VIRT_NAME_MAX];
-
-			vm_name(name, sizeof(name), pid);
-			r = keyed_add(&st->vms, pid, virt_indom(VIRT_I_KVM_VM), PM_INDOM_NULL, name);
-			if (!r)
-				continue;
-		}
-		virt_percpu_sum((char *)st->bulk.vals + (size_t)i * stride, VM_WORDS, sum);
-		virt_row_set(r, sum, VM_WORDS, NULL);
-		r->live = true;
-		virt_row_expose(r, true);
-	}
-	for (size_t i = 0; i < st->vms.n;)
-		if (!st->vms.v[i]->row.live)
-			keyed_remove(&st->vms, i);
-		else
-			i++;
-	return got < 0 ? got : 0;
+		if (st->vms.v[i]->key == tgid)
+			return st->vms.v[i];
+	return NULL;
 }
 
-/* vCPU threads that died mid-exit stay in the LRU map until evicted; sweep
- * them so the map returns to its baseline after VMs come and go. */
-static void sweep_vcpus(struct kvm_state *st)
+/* A thread's counts stay with its VM when the thread goes. */
+static void thread_fold(struct kvm_state *st, struct vcpu_thread *t)
+{
+	struct keyed *vm = vm_of(st, t->tgid);
+
+	for (size_t w = 0; vm && w < VM_WORDS; w++)
+		vm->gone[w] += t->last[w];
+	memset(t->last, 0, sizeof(t->last));
+}
+
+static void thread_remove(struct kvm_state *st, size_t i)
+{
+	st->threads[i] = st->threads[--st->nthreads];
+}
+
+/* The map goes (detach): keep the VM rows, their counts in gone. */
+static void threads_forget(struct kvm_state *st)
+{
+	for (size_t i = 0; i < st->nthreads; i++)
+		thread_fold(st, &st->threads[i]);
+	st->nthreads = 0;
+}
+
+static struct vcpu_thread *thread_get(struct kvm_state *st, uint32_t tid, uint32_t tgid)
+{
+	for (size_t i = 0; i < st->nthreads; i++)
+		if (st->threads[i].tid == tid) {
+			if (st->threads[i].tgid != tgid) {	/* tid reused */
+				thread_fold(st, &st->threads[i]);
+				st->threads[i].tgid = tgid;
+				st->threads[i].dropped = false;
+			}
+			return &st->threads[i];
+		}
+	if (st->nthreads == st->capthreads) {
+		size_t cap = st->capthreads ? st->capthreads * 2 : 64;
+		struct vcpu_thread *v = realloc(st->threads, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		st->threads = v;
+		st->capthreads = cap;
+	}
+	st->threads[st->nthreads] = (struct vcpu_thread){ .tid = tid, .tgid = tgid };
+	return &st->threads[st->nthreads++];
+}
+
+/* Take this refresh's dump of the vcpus map into the thread records;
+ * threads that vanished (LRU eviction, our own deletes) fold into their VM. */
+static int take_threads(struct kvm_state *st, int fd, unsigned int max)
+{
+	const size_t vsz = sizeof(struct kvm_vcpu_track);
+	int got = virt_map_dump(fd, st->bulk.keys, sizeof(__u32), st->bulk.vals, vsz, max);
+
+	for (size_t i = 0; i < st->nthreads; i++)
+		st->threads[i].live = false;
+	for (int i = 0; i < got; i++) {
+		const struct kvm_vcpu_track *v =
+			(const void *)((char *)st->bulk.vals + (size_t)i * vsz);
+		struct vcpu_thread *t = thread_get(st, ((__u32 *)st->bulk.keys)[i], v->tgid);
+
+		if (!t)
+			continue;
+		memcpy(t->last, &v->vm, sizeof(t->last));
+		t->live = true;
+	}
+	for (size_t i = 0; i < st->nthreads;)
+		if (!st->threads[i].live) {
+			thread_fold(st, &st->threads[i]);
+			thread_remove(st, i);
+		} else {
+			i++;
+		}
+	return got;
+}
+
+/* A VM row for every live VMM process (at most max_vms; threads of more
+ * are counted once as dropped); rows of exited VMMs are marked not live. */
+static void find_vms(struct kvm_state *st, size_t max_vms)
+{
+	for (size_t i = 0; i < st->vms.n; i++)
+		st->vms.v[i]->row.live = pid_alive(st->vms.v[i]->key);
+	for (size_t i = 0; i < st->nthreads; i++) {
+		struct vcpu_thread *t = &st->threads[i];
+		char name[VIRT_NAME_MAX];
+		struct virt_row *r;
+
+		if (vm_of(st, t->tgid) || !pid_alive(t->tgid))
+			continue;
+		if (st->vms.n >= max_vms) {
+			st->vm_drops += !t->dropped;
+			t->dropped = true;
+			continue;
+		}
+		vm_name(name, sizeof(name), t->tgid);
+		r = keyed_add(&st->vms, t->tgid, virt_indom(VIRT_I_KVM_VM), PM_INDOM_NULL, name);
+		if (r)
+			r->live = true;
+	}
+}
+
+/* Per-VM rows: a VM's counts are those its gone threads left plus its live
+ * threads'. Threads of exited VMMs, and (every 10 s) exited threads of live
+ * ones, are deleted from the vcpus map in one batch: the map returns to its
+ * baseline after VMs come and go. Exited VMMs leave the instance domain. */
+static int read_vms(struct kvm_state *st, struct virt_family *fam)
 {
 	struct bpf_map *map = st->skel->maps.vcpus;
 	int fd = bpf_map__fd(map), got;
 	time_t now = time(NULL);
+	bool sweep = now - st->last_sweep >= 10;
+	__u32 ndead = 0, max = bpf_map__max_entries(map);
 
-	if (now - st->last_sweep < 10)
-		return;
-	st->last_sweep = now;
-	got = virt_map_dump(fd, st->bulk.keys, sizeof(__u32), st->bulk.vals,
-			    bpf_map__value_size(map), bpf_map__max_entries(map));
-	for (int i = 0; i < got; i++) {
-		__u32 tid = ((__u32 *)st->bulk.keys)[i];
+	got = take_threads(st, fd, max);
+	if (got < 0)
+		return got;
+	if (sweep)
+		st->last_sweep = now;
+	find_vms(st, fam->opts[OPT_MAX_VMS].u);
+	for (size_t i = 0; i < st->nthreads;) {
+		struct vcpu_thread *t = &st->threads[i];
+		struct keyed *vm = vm_of(st, t->tgid);
+		bool gone = !vm ? !pid_alive(t->tgid) : !vm->row.live;
 
-		if (!pid_alive(tid)) {
-			virt_bpf_syscalls++;
-			bpf_map_delete_elem(fd, &tid);
+		if (!gone && vm && sweep && !pid_alive(t->tid)) {
+			thread_fold(st, t);
+			gone = true;
+		}
+		if (gone && ndead < max) {
+			st->dead[ndead++] = t->tid;
+			thread_remove(st, i);
+		} else {
+			i++;
 		}
 	}
+	if (ndead) {
+		virt_bpf_syscalls++;
+		bpf_map_delete_batch(fd, st->dead, &ndead, NULL);
+	}
+	for (size_t i = 0; i < st->vms.n;) {
+		struct keyed *vm = st->vms.v[i];
+		uint64_t sum[VM_WORDS];
+
+		if (!vm->row.live) {
+			keyed_remove(&st->vms, i);
+			continue;
+		}
+		memcpy(sum, vm->gone, sizeof(sum));
+		for (size_t t = 0; t < st->nthreads; t++)
+			for (size_t w = 0; st->threads[t].tgid == vm->key && w < VM_WORDS; w++)
+				sum[w] += st->threads[t].last[w];
+		virt_row_set(&vm->row, sum, VM_WORDS, NULL);
+		virt_row_expose(&vm->row, true);
+		i++;
+	}
+	return 0;
 }
 
 static int kvm_refresh(struct virt_family *fam)
@@ -494,9 +607,9 @@ static int kvm_refresh(struct virt_family *fam)
 	err |= read_hash(st, skel->maps.hcalls, &st->hcalls, VIRT_I_KVM_HCALL,
 			 VIRT_I_KVM_HCALL_HIST, name_decimal);
 	err |= read_array(st, skel->maps.uexits, st->uexit, KVM_UEXIT_REASONS);
-	err |= read_vms(st);
-	fam->dropped = virt_percpu_counters_total(bpf_map__fd(skel->maps.drops), &st->bulk, KVM_DROPS);
-	sweep_vcpus(st);
+	err |= read_vms(st, fam);
+	fam->dropped = virt_percpu_counters_total(bpf_map__fd(skel->maps.drops), &st->bulk,
+						  KVM_DROPS) + st->vm_drops;
 	return err ? -EIO : 0;
 }
 
