@@ -1,5 +1,6 @@
 /* emptyload btf|raw|tp: attach the empty program pair of that method on
- * kvm_exit + kvm_entry, print "attached", hold until SIGTERM/SIGINT. */
+ * kvm_exit + kvm_entry; emptyload blk_<block>: one building block alone on
+ * kvm_entry (bench/blocks.sh). Print "attached", hold until SIGTERM/SIGINT. */
 #include <bpf/libbpf.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,7 +23,7 @@ int main(int argc, char **argv)
 	char prefix[32];
 
 	if (argc != 2) {
-		fprintf(stderr, "usage: emptyload btf|raw|tp\n");
+		fprintf(stderr, "usage: emptyload btf|raw|tp|blk_<block>\n");
 		return 2;
 	}
 	snprintf(prefix, sizeof(prefix), "empty_%s_", argv[1]);
