@@ -11,6 +11,7 @@
  */
 #include "virt.h"
 #include "config.h"
+#include "privs.h"
 
 #include <bpf/libbpf.h>
 #include <dlfcn.h>
@@ -541,6 +542,20 @@ static void on_stop(int sig)
 	stop_requested = 1;
 }
 
+/* Before the first attach, so every attach (also hot attach later) runs
+ * with what the agent keeps; a failure is logged, not fatal. */
+static void drop_privileges(void)
+{
+	char why[256];
+
+	if (virt_drop_privileges(why, sizeof(why)) < 0)
+		pmNotifyErr(LOG_WARNING, "privileges: could not drop capabilities (%s); running with all of them",
+			    why);
+	else
+		pmNotifyErr(LOG_INFO, "privileges: kept capabilities 0x%llx (bpf, perfmon, sys_admin, syslog, sys_resource), no_new_privs",
+			    (unsigned long long)virt_privs_keep_mask());
+}
+
 /* pmdavirt -A: attach (and keep polling, so hot attach works), no PCP. */
 static void attach_only(void)
 {
@@ -626,6 +641,7 @@ int main(int argc, char **argv)
 	libbpf_set_print(libbpf_log);
 	load_modules();
 	load_config();
+	drop_privileges();
 	if (dump == 'A') {
 		attach_only();
 		return 0;

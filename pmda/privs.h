@@ -1,0 +1,14 @@
+/* Least privilege after start-up (pmda/privs.c). */
+#ifndef VIRT_PRIVS_H
+#define VIRT_PRIVS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The capabilities kept, as a CapEff-style bit mask. */
+uint64_t virt_privs_keep_mask(void);
+/* Drop every other capability (all sets) and set no_new_privs. 0, or
+ * -errno with the step that failed in why. */
+int virt_drop_privileges(char *why, size_t len);
+
+#endif
