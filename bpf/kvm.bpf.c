@@ -62,10 +62,12 @@ struct trace_event_raw_kvm_userspace_exit___virt {
 	__u32 reason;
 } __attribute__((preserve_access_index));
 
-/* Keyed by thread id. LRU: a vCPU thread that dies mid-exit is evicted,
- * never leaks; the agent also sweeps dead threads (pmda/kvm.c). */
+/* Keyed by thread id. A plain hash, not LRU: when max_vcpus threads are
+ * tracked, a new thread's exits are dropped and counted (KVM_DROP_VCPU),
+ * and no tracked thread loses what it counted. The agent deletes exited
+ * threads (pmda/kvm.c), so the map returns to its baseline. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u32);
 	__type(value, struct kvm_vcpu_track);
@@ -201,18 +203,21 @@ static __always_inline struct kvm_vcpu_track *track(void)
 static __always_inline int on_exit(__u64 vcpu, __u32 isa, __u32 code)
 {
 	__u32 slot = exit_slot(isa, code);
-	struct kvm_vcpu_track *st = track();
+	struct kvm_vcpu_track *st;
 
-	if (!st)
-		return 0;
-	if (!latency) {
+	if (!latency) {		/* the reason counts even if the thread can't be tracked */
 		struct kvm_stats *s = exit_stats(isa, code, slot);
 
 		if (s)
 			s->count++;
-		st->vm.exits++;
+		st = track();
+		if (st)
+			st->vm.exits++;
 		return 0;
 	}
+	st = track();
+	if (!st)
+		return 0;
 	st->exit_ts = bpf_ktime_get_ns();
 	st->uexit_ts = 0;
 	st->vcpu = vcpu;

@@ -34,7 +34,7 @@ struct kvm_vm_stats {
 	__u64 uexit_ns;
 };
 
-/* Per vCPU thread (the "vcpus" LRU hash, keyed by thread id): where the
+/* Per vCPU thread (the "vcpus" hash, keyed by thread id): where the
  * thread is between kvm_exit and the next kvm_entry, and its share of its
  * VM's counters. Per-VM numbers are summed by tgid in the agent, so the
  * per-exit programs touch one per-thread entry instead of a per-VM hash. */

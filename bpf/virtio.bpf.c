@@ -542,6 +542,9 @@ static __always_inline void push(__u32 fn, __u64 vq, __u64 data)
 	st->depth = d + 1;
 }
 
+_Static_assert((VIRTIO_STASH_DEPTH & (VIRTIO_STASH_DEPTH - 1)) == 0,
+	       "VIRTIO_STASH_DEPTH must be a power of two");
+
 static __always_inline bool pop(__u32 fn, __u64 *vq, __u64 *data)
 {
 	__u32 zero = 0;
@@ -556,7 +559,9 @@ static __always_inline bool pop(__u32 fn, __u64 *vq, __u64 *data)
 		VIRT_DROP(drops, VIRTIO_DROP_STASH);
 		return false;
 	}
-	d--;
+	/* the mask keeps the verifier's bounds through clang's 32-bit
+	 * arithmetic (d - 1 alone left the index unbounded) */
+	d = (d - 1) & (VIRTIO_STASH_DEPTH - 1);
 	st->depth = d;
 	if (st->e[d].fn != fn) {
 		st->depth = 0;		/* out of step: start over */

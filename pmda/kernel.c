@@ -85,7 +85,7 @@ int virt_attach_chain(struct virt_family *fam, const struct virt_method *m,
 		}
 		pmNotifyErr(LOG_INFO, "%s: %s attach failed: %s", fam->name, m[i].name, why);
 		snprintf(all + strlen(all), sizeof(all) - strlen(all), "%s%s: %s",
-			 i ? "; " : "", m[i].name, why);
+			 all[0] ? "; " : "", m[i].name, why);
 	}
 	if (!all[0]) {
 		size_t len = 0;

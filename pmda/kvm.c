@@ -29,7 +29,7 @@ static const struct virt_option kvm_options[NOPTS] = {
 	[OPT_LATENCY] = { "latency", VIRT_OPT_BOOL, 0, 0, "true",
 		"exit->entry latency histograms; false = counts only (cheaper)" },
 	[OPT_MAX_VCPUS] = { "max_vcpus", VIRT_OPT_UINT, 16, 1u << 20, "4096",
-		"vCPU threads tracked (exit->entry pairing, per-VM counts); least recently used evicted beyond that" },
+		"vCPU threads tracked (exit->entry pairing, per-VM counts); exits of more are counted as dropped" },
 	[OPT_MAX_VMS] = { "max_vms", VIRT_OPT_UINT, 1, 65536, "1024",
 		"VMM processes with per-VM rows; threads of more are counted as dropped" },
 	[OPT_MAX_HCALLS] = { "max_hypercalls", VIRT_OPT_UINT, 1, 65536, "256",
@@ -485,7 +485,7 @@ static struct vcpu_thread *thread_get(struct kvm_state *st, uint32_t tid, uint32
 }
 
 /* Take this refresh's dump of the vcpus map into the thread records;
- * threads that vanished (LRU eviction, our own deletes) fold into their VM. */
+ * threads that vanished (our own deletes) fold into their VM. */
 static int take_threads(struct kvm_state *st, int fd, unsigned int max)
 {
 	const size_t vsz = sizeof(struct kvm_vcpu_track);

@@ -172,7 +172,8 @@ static const struct virt_option agent_options[] = {
 	{ "poll_interval_ms", VIRT_OPT_UINT, 100, 3600000, "2000",
 	  "how often families that are not attached retry (e.g. once kvm_amd or vhost_net is loaded)" },
 };
-static union virt_optval agent_vals[1];
+#define AGENT_NOPTS (sizeof(agent_options) / sizeof(agent_options[0]))
+static union virt_optval agent_vals[AGENT_NOPTS];
 
 static void log_config(void *arg, const char *msg)
 {
@@ -201,7 +202,7 @@ static void print_config(void)
 	       "# A bad key or value disables that module only: the PMDA log\n"
 	       "# ($PCP_LOG_DIR/pmcd/virt.log) names the file, line and key.\n\n");
 	printf("[agent]\n");
-	for (unsigned int i = 0; i < sizeof(agent_options) / sizeof(agent_options[0]); i++)
+	for (unsigned int i = 0; i < AGENT_NOPTS; i++)
 		printf("# %s\n%s = %s\n", agent_options[i].help, agent_options[i].key,
 		       agent_options[i].defval);
 	printf("\n");
@@ -248,7 +249,7 @@ static void load_config(void)
 	FILE *f;
 
 	secs[0] = (struct cfg_section){ .name = "agent", .opts = agent_options,
-					.nopts = 1, .vals = agent_vals };
+					.nopts = AGENT_NOPTS, .vals = agent_vals };
 	for (int i = 1; i < VIRT_NFAMILIES; i++) {
 		const struct virt_module *mod = families[i].mod;
 
@@ -469,15 +470,23 @@ static int virt_fetch_callback(pmdaMetric *mdesc, unsigned int inst, pmAtomValue
 
 /* ------------------------------------------------------------- main loop */
 
+/* libbpf hands over multi-line messages (a verifier log on a failed load):
+ * one log line each, so the reason for a rejection reaches the PMDA log. */
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	char msg[1024];
+	char msg[16384];
+	int lines = 0;
 
 	if (level == LIBBPF_DEBUG && !pmDebugOptions.appl0)
 		return 0;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	msg[strcspn(msg, "\n")] = '\0';
-	pmNotifyErr(level == LIBBPF_WARN ? LOG_WARNING : LOG_DEBUG, "libbpf: %s", msg);
+	for (char *line = msg, *end; *line; line = end) {
+		end = line + strcspn(line, "\n");
+		if (*end)
+			*end++ = '\0';
+		if (*line && lines++ < 400)
+			pmNotifyErr(level == LIBBPF_WARN ? LOG_WARNING : LOG_DEBUG, "libbpf: %s", line);
+	}
 	return 0;
 }
 
@@ -498,12 +507,46 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+#ifdef VIRT_SAN_LOG
+/* make check-asan: sanitizer reports go to files the test run collects
+ * (the agent's stderr belongs to pmcd's pipe setup). */
+const char *__asan_default_options(void);	/* NOLINT(bugprone-reserved-identifier) */
+const char *__ubsan_default_options(void);	/* NOLINT(bugprone-reserved-identifier) */
+const char *__asan_default_options(void)	/* NOLINT(bugprone-reserved-identifier) */
+{
+	return "log_path=" VIRT_SAN_LOG "/asan:detect_leaks=1:print_suppressions=0";
+}
+const char *__ubsan_default_options(void)	/* NOLINT(bugprone-reserved-identifier) */
+{
+	return "log_path=" VIRT_SAN_LOG "/ubsan:print_stacktrace=1";
+}
+/* libpcp_pmda's pmdaDaemon() state lives until exit and has no free call */
+const char *__lsan_default_suppressions(void);	/* NOLINT(bugprone-reserved-identifier) */
+const char *__lsan_default_suppressions(void)	/* NOLINT(bugprone-reserved-identifier) */
+{
+	return "leak:libpcp_pmda.so\n";
+}
+#endif
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+/* Until pmcd closes the pipe or sends SIGTERM (select() is never restarted
+ * after a signal handler, so the flag is seen at once): both end with the
+ * families detached and a normal exit. */
 static void main_loop(pmdaInterface *dispatch)
 {
 	int fd = __pmdaInFd(dispatch);
 	uint64_t next_poll = now_ms() + poll_ms;
 
-	for (;;) {
+	signal(SIGTERM, on_stop);
+	signal(SIGINT, on_stop);
+	while (!stop_requested) {
 		uint64_t now = now_ms();
 		struct timeval tv;
 		fd_set rfds;
@@ -532,14 +575,6 @@ static void shutdown_families(void)
 	for (int i = 1; i < VIRT_NFAMILIES; i++)
 		if (families[i].state == VIRT_ACTIVE)
 			detach(&families[i]);
-}
-
-static volatile sig_atomic_t stop_requested;
-
-static void on_stop(int sig)
-{
-	(void)sig;
-	stop_requested = 1;
 }
 
 /* Before the first attach, so every attach (also hot attach later) runs
