@@ -10,6 +10,7 @@
 #ifndef VIRT_HIST_H
 #define VIRT_HIST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,5 +36,38 @@ int virt_bucket_name(char *buf, size_t len, const char *prefix, unsigned int b);
  * Kernel-provided names (device, queue, process) pass through this before
  * they become instance names. */
 void virt_sanitize(char *dst, size_t len, const char *src);
+
+/*
+ * Percentiles over a sliding window. The histograms are cumulative
+ * counters; a window keeps snapshots of one, taken at most every
+ * window/VIRT_WIN_PERIODS, and answers "what did it gain over the last
+ * window" as the current histogram minus the newest snapshot at least one
+ * window old (the oldest one while the agent has run less than a window).
+ */
+#define VIRT_WIN_PERIODS 8
+#define VIRT_WIN_SLOTS (VIRT_WIN_PERIODS + 2)
+
+struct virt_hist_window {
+	unsigned int head, n;		/* head: next slot to write */
+	uint64_t t_ms[VIRT_WIN_SLOTS];
+	uint64_t h[VIRT_WIN_SLOTS][VIRT_HIST_BUCKETS];
+};
+
+/* Remember hist as of now_ms unless the newest snapshot is younger than
+ * window_ms / VIRT_WIN_PERIODS. */
+void virt_window_push(struct virt_hist_window *w, uint64_t now_ms, uint64_t window_ms,
+		      const uint64_t *hist);
+
+/* The p-th percentile (0 < p < 100) of the values counted in delta, the
+ * way Prometheus' histogram_quantile() estimates it: the bucket holding
+ * rank p% of the count, linear interpolation inside its [lo, hi] range.
+ * false if delta is empty. */
+bool virt_hist_percentile(const uint64_t *delta, unsigned int p, uint64_t *out);
+
+/* The p-th percentile of what hist gained over the last window_ms; false
+ * if nothing was counted in that window (no value is better than 0 here). */
+bool virt_window_percentile(const struct virt_hist_window *w, uint64_t now_ms,
+			    uint64_t window_ms, const uint64_t *hist, unsigned int p,
+			    uint64_t *out);
 
 #endif

@@ -619,6 +619,7 @@ static int kvm_refresh(struct virt_family *fam)
 static const struct {
 	enum virt_indom_id indom;
 	int word;			/* row word, or HIST: the bucket count */
+	unsigned int pct;		/* a percentile of the row's histogram */
 } fetch_map[VIRT_NMETRICS] = {
 	[VIRT_M_KVM_EXIT_COUNT] = { VIRT_I_KVM_REASON, W_COUNT },
 	[VIRT_M_KVM_EXIT_TIME] = { VIRT_I_KVM_REASON, W_TIME },
@@ -633,12 +634,25 @@ static const struct {
 	[VIRT_M_KVM_VM_EXIT_TIME] = { VIRT_I_KVM_VM, W_TIME },
 	[VIRT_M_KVM_VM_UEXITS] = { VIRT_I_KVM_VM, W_UEXITS },
 	[VIRT_M_KVM_VM_UEXIT_TIME] = { VIRT_I_KVM_VM, W_UTIME },
+#define PCT(id, indom) \
+	[VIRT_M_##id##_LAT_P50] = { indom, 0, 50 }, \
+	[VIRT_M_##id##_LAT_P90] = { indom, 0, 90 }, \
+	[VIRT_M_##id##_LAT_P99] = { indom, 0, 99 }
+	PCT(KVM_EXIT, VIRT_I_KVM_REASON),
+	PCT(KVM_HCALL, VIRT_I_KVM_HCALL),
+	PCT(KVM_UEXIT, VIRT_I_KVM_UEXIT),
+#undef PCT
 };
 
 static int kvm_fetch(struct virt_family *fam, enum virt_metric_id m, unsigned int inst,
 		     pmAtomValue *atom)
 {
 	(void)fam;
+	if (fetch_map[m].pct) {
+		const struct virt_row *r = virt_row_of(virt_indom(fetch_map[m].indom), inst);
+
+		return r ? virt_row_percentile(r, fetch_map[m].pct, atom) : PM_ERR_INST;
+	}
 	return virt_row_fetch(fetch_map[m].indom, fetch_map[m].word, inst, atom);
 }
 

@@ -12,6 +12,7 @@
 #include "virt.h"
 #include "config.h"
 #include "privs.h"
+#include "rows.h"
 
 #include <bpf/libbpf.h>
 #include <dlfcn.h>
@@ -171,6 +172,8 @@ static unsigned long long poll_ms = 2000;
 static const struct virt_option agent_options[] = {
 	{ "poll_interval_ms", VIRT_OPT_UINT, 100, 3600000, "2000",
 	  "how often families that are not attached retry (e.g. once kvm_amd or vhost_net is loaded)" },
+	{ "percentile_window_s", VIRT_OPT_UINT, 1, 3600, "10",
+	  "the *_p50/_p90/_p99 metrics cover what the histograms counted in the last this many seconds" },
 };
 #define AGENT_NOPTS (sizeof(agent_options) / sizeof(agent_options[0]))
 static union virt_optval agent_vals[AGENT_NOPTS];
@@ -278,6 +281,7 @@ static void load_config(void)
 		free(text);
 	}
 	poll_ms = agent_vals[0].u;
+	virt_rows_set_window(agent_vals[1].u * 1000);
 	for (int i = 1; i < VIRT_NFAMILIES; i++) {
 		struct virt_family *fam = &families[i];
 
@@ -543,6 +547,10 @@ static void main_loop(pmdaInterface *dispatch)
 {
 	int fd = __pmdaInFd(dispatch);
 	uint64_t next_poll = now_ms() + poll_ms;
+	/* percentile windows need histogram snapshots whether or not a
+	 * client fetches: refresh the active families this often */
+	uint64_t snap_ms = virt_rows_window() / VIRT_WIN_PERIODS;
+	uint64_t next_snap = now_ms() + snap_ms;
 
 	signal(SIGTERM, on_stop);
 	signal(SIGINT, on_stop);
@@ -552,12 +560,20 @@ static void main_loop(pmdaInterface *dispatch)
 		fd_set rfds;
 		int rc;
 
+		uint64_t next;
+
 		if (now >= next_poll) {
 			poll_families();
 			next_poll = now + poll_ms;
 		}
-		tv.tv_sec = (time_t)((next_poll - now) / 1000);
-		tv.tv_usec = (suseconds_t)((next_poll - now) % 1000) * 1000;
+		if (now >= next_snap) {
+			for (int f = 1; f < VIRT_NFAMILIES; f++)
+				refresh_family(&families[f]);
+			next_snap = now + snap_ms;
+		}
+		next = next_poll < next_snap ? next_poll : next_snap;
+		tv.tv_sec = (time_t)((next - now) / 1000);
+		tv.tv_usec = (suseconds_t)((next - now) % 1000) * 1000;
 		FD_ZERO(&rfds);
 		FD_SET(fd, &rfds);
 		rc = select(fd + 1, &rfds, NULL, NULL, &tv);

@@ -1,6 +1,28 @@
 #include "rows.h"
 
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+static uint64_t window_ms = 10000;
+
+void virt_rows_set_window(uint64_t ms)
+{
+	window_ms = ms;
+}
+
+uint64_t virt_rows_window(void)
+{
+	return window_ms;
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 void virt_row_init(struct virt_row *r, pmInDom indom, pmInDom hindom,
 		   const char *name)
@@ -21,9 +43,34 @@ void virt_row_set(struct virt_row *r, const uint64_t *v, unsigned int nv,
 {
 	for (unsigned int w = 0; w < nv && w < VIRT_ROW_WORDS; w++)
 		r->v[w] = r->base[w] + v[w];
-	if (hist)
-		for (unsigned int b = 0; b < VIRT_HIST_BUCKETS; b++)
-			r->hist[b] = r->hbase[b] + hist[b];
+	if (!hist)
+		return;
+	for (unsigned int b = 0; b < VIRT_HIST_BUCKETS; b++)
+		r->hist[b] = r->hbase[b] + hist[b];
+	if (r->hindom == PM_INDOM_NULL)
+		return;
+	if (!r->win) {
+		static const uint64_t none[VIRT_HIST_BUCKETS];
+
+		if (!(r->win = calloc(1, sizeof(*r->win))))
+			return;		/* no percentiles for this row */
+		/* a row is usually born with counts in it (a queue first seen
+		 * after its first kicks): they happened since the last refresh,
+		 * so they belong to the current window, not to the baseline */
+		virt_window_push(r->win, mono_ms(), window_ms, none);
+		r->win->t_ms[0] -= window_ms / VIRT_WIN_PERIODS;	/* next push is not "too soon" */
+	}
+	virt_window_push(r->win, mono_ms(), window_ms, r->hist);
+}
+
+int virt_row_percentile(const struct virt_row *r, unsigned int p, pmAtomValue *atom)
+{
+	uint64_t v;
+
+	if (!virt_window_percentile(r->win, mono_ms(), window_ms, r->hist, p, &v))
+		return PMDA_FETCH_NOVALUES;
+	atom->ull = v;
+	return PMDA_FETCH_STATIC;
 }
 
 void virt_row_rebase(struct virt_row *r)
@@ -58,6 +105,8 @@ void virt_row_retire(struct virt_row *r)
 	if (r->inst >= 0)
 		pmdaCacheStore(r->indom, PMDA_CACHE_CULL, r->name, NULL);
 	r->inst = -1;
+	free(r->win);
+	r->win = NULL;
 	if (r->hindom == PM_INDOM_NULL)
 		return;
 	for (unsigned int b = 0; b < VIRT_HIST_BUCKETS; b++) {

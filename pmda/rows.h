@@ -37,7 +37,12 @@ struct virt_row {
 	uint64_t base[VIRT_ROW_WORDS];
 	uint64_t hbase[VIRT_HIST_BUCKETS];
 	bool live;			/* seen in the latest refresh */
+	struct virt_hist_window *win;	/* for percentiles; NULL until needed */
 };
+
+/* Percentile window length (agent option percentile_window_s). */
+void virt_rows_set_window(uint64_t ms);
+uint64_t virt_rows_window(void);
 
 /* Initialise a row named name (callers sanitize kernel-provided parts). */
 void virt_row_init(struct virt_row *r, pmInDom indom, pmInDom hindom,
@@ -61,6 +66,10 @@ void virt_row_retire(struct virt_row *r);
 struct virt_row *virt_row_of(pmInDom indom, unsigned int inst);
 /* The bucket ref behind a histogram instance (NULL if none). */
 struct virt_bucket_ref *virt_bucket_of_inst(pmInDom hindom, unsigned int inst);
+
+/* Answer a fetch of the p-th percentile of the row's histogram over the
+ * last window (PMDA_FETCH_NOVALUES when nothing was counted in it). */
+int virt_row_percentile(const struct virt_row *r, unsigned int p, pmAtomValue *atom);
 
 /* Answer a fetch of word (or VIRT_ROW_HIST: the bucket count) of the row
  * behind inst in indom. */

@@ -769,6 +769,16 @@ static const size_t word_of[VIRT_NMETRICS] = {
 	[VIRT_M_VHOST_WEIGHT_EXCEEDED] = W(weight_exceeded),
 };
 
+/* percentile metrics: which of the queue's histograms, which percentile */
+static const struct { unsigned int hist, pct; } pct_of[VIRT_NMETRICS] = {
+#define PCT(id, h) \
+	[VIRT_M_VHOST_##id##_P50] = { h, 50 }, \
+	[VIRT_M_VHOST_##id##_P90] = { h, 90 }, \
+	[VIRT_M_VHOST_##id##_P99] = { h, 99 }
+	PCT(LAT, 0), PCT(PACKETS, 1), PCT(BYTES, 2),
+#undef PCT
+};
+
 static int vhost_fetch(struct virt_family *fam, enum virt_metric_id m, unsigned int inst,
 		       pmAtomValue *atom)
 {
@@ -784,6 +794,15 @@ static int vhost_fetch(struct virt_family *fam, enum virt_metric_id m, unsigned 
 		return virt_row_fetch(VIRT_I_VHOST_BYTES_HIST, VIRT_ROW_HIST, inst, atom);
 	case VIRT_M_VHOST_STALL_EVENTS:
 		return fetch_events(st, atom);
+	case VIRT_M_VHOST_LAT_P50: case VIRT_M_VHOST_LAT_P90: case VIRT_M_VHOST_LAT_P99:
+	case VIRT_M_VHOST_PACKETS_P50: case VIRT_M_VHOST_PACKETS_P90: case VIRT_M_VHOST_PACKETS_P99:
+	case VIRT_M_VHOST_BYTES_P50: case VIRT_M_VHOST_BYTES_P90: case VIRT_M_VHOST_BYTES_P99:
+		r = (struct q_row *)virt_row_of(virt_indom(VIRT_I_VHOST_QUEUE), inst);
+		if (!r)
+			return PM_ERR_INST;
+		return virt_row_percentile(pct_of[m].hist == 0 ? &r->lat :
+					   pct_of[m].hist == 1 ? &r->pkts : &r->bytes,
+					   pct_of[m].pct, atom);
 	case VIRT_M_VHOST_STALL_QUEUE: case VIRT_M_VHOST_STALL_LATENCY:
 	case VIRT_M_VHOST_STALL_CPU:
 		return PMDA_FETCH_NOVALUES;	/* only inside event records */

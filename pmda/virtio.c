@@ -446,6 +446,12 @@ static int virtio_fetch(struct virt_family *fam, enum virt_metric_id m, unsigned
 	case VIRT_M_VIRTIO_QUEUE_DEVICE:
 		atom->cp = r->device;
 		return PMDA_FETCH_STATIC;
+	case VIRT_M_VIRTIO_LAT_P50:
+		return virt_row_percentile(&r->row, 50, atom);
+	case VIRT_M_VIRTIO_LAT_P90:
+		return virt_row_percentile(&r->row, 90, atom);
+	case VIRT_M_VIRTIO_LAT_P99:
+		return virt_row_percentile(&r->row, 99, atom);
 	case VIRT_M_VIRTIO_SGS_OUT: case VIRT_M_VIRTIO_SGS_IN:
 	case VIRT_M_VIRTIO_BYTES_OUT: case VIRT_M_VIRTIO_BYTES_IN:
 	case VIRT_M_VIRTIO_ADDS: case VIRT_M_VIRTIO_COMPLETIONS:

@@ -34,5 +34,45 @@ int main(void)
 	CHECK(strcmp(buf, "virtio_net_0__/rx.0") == 0);
 	virt_sanitize(buf, 4, "abcdef");
 	CHECK(strcmp(buf, "abc") == 0);
+
+	/* percentiles: one bucket, values spread evenly over [1024, 2047] */
+	{
+		uint64_t d[VIRT_HIST_BUCKETS] = { 0 }, v = 0;
+
+		CHECK(!virt_hist_percentile(d, 50, &v));	/* empty: no value */
+		d[10] = 100;
+		CHECK(virt_hist_percentile(d, 50, &v) && v == 1024 + 512);
+		CHECK(virt_hist_percentile(d, 99, &v) && v == 1024 + 1013);
+		CHECK(!virt_hist_percentile(d, 0, &v) && !virt_hist_percentile(d, 100, &v));
+		/* 90 fast (bucket 4: 16-31), 10 slow (bucket 20): p50 fast,
+		 * p90 the top of the fast bucket, p99 in the slow one */
+		memset(d, 0, sizeof(d));
+		d[4] = 90;
+		d[20] = 10;
+		CHECK(virt_hist_percentile(d, 50, &v) && v >= 16 && v <= 31);
+		CHECK(virt_hist_percentile(d, 90, &v) && v == 31);
+		CHECK(virt_hist_percentile(d, 99, &v) && v >= (1u << 20) && v < (1u << 21));
+	}
+	/* the window: what the histogram gained over the last window only */
+	{
+		static struct virt_hist_window w;
+		uint64_t h[VIRT_HIST_BUCKETS] = { 0 }, v = 0;
+
+		CHECK(!virt_window_percentile(&w, 0, 10000, h, 50, &v));
+		h[20] = 1000;			/* old slow history */
+		virt_window_push(&w, 1000, 10000, h);
+		virt_window_push(&w, 1100, 10000, h);	/* too soon: ignored */
+		CHECK(w.n == 1);
+		/* younger than a window: measured from the oldest snapshot */
+		h[4] += 10;
+		CHECK(virt_window_percentile(&w, 2000, 10000, h, 99, &v) && v <= 31);
+		for (uint64_t t = 2250; t <= 20000; t += 1250)
+			virt_window_push(&w, t, 10000, h);
+		CHECK(w.n == VIRT_WIN_SLOTS);
+		/* nothing new in the last window: no value */
+		CHECK(!virt_window_percentile(&w, 20000, 10000, h, 50, &v));
+		h[8] += 5;			/* 256-511 */
+		CHECK(virt_window_percentile(&w, 20500, 10000, h, 50, &v) && v >= 256 && v <= 511);
+	}
 	return UNIT_DONE();
 }
