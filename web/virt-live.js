@@ -1,0 +1,255 @@
+/*
+ * pmdavirt live page: polls pmproxy's REST API (/pmapi) and draws heatmaps
+ * of the agent's log2 histograms and tables of per-queue rates. Plain JS,
+ * no build step. Parameters (query string): pmproxy=<url> (default: this
+ * host, port 44322), interval=<seconds> (default 2), span=<polls> (60).
+ *
+ * Histogram instances are "<prefix>::<lo>-<hi>"; like grafana-pcp, the
+ * bucket is read from what follows the first '-' (its upper bound).
+ */
+'use strict';
+
+const params = new URLSearchParams(location.search);
+const PMPROXY = (params.get('pmproxy') || `${location.protocol}//${location.hostname || 'localhost'}:44322`).replace(/\/$/, '');
+const INTERVAL = Math.max(0.5, Number(params.get('interval')) || 2);
+const SPAN = Math.max(5, Number(params.get('span')) || 60);
+
+const HISTOGRAMS = [
+  ['virt.kvm.exit.latency', 'KVM exit to entry (ns)'],
+  ['virt.kvm.hypercall.latency', 'KVM hypercall (ns)'],
+  ['virt.kvm.userspace.latency', 'VMM handling of exits (ns)'],
+  ['virt.virtio.latency', 'virtio add to completion (ns)'],
+  ['virt.vhost.latency', 'vhost wakeup to handler (ns)'],
+  ['virt.vhost.batch.packets', 'vhost packets per run'],
+  ['virt.vhost.batch.bytes', 'vhost bytes per run'],
+];
+
+// [metric, column, kind]: rate = counter per second, value = as fetched
+const TABLES = [
+  ['virtio queues', [
+    ['virt.virtio.queue.driver', 'driver', 'value'],
+    ['virt.virtio.queue.device', 'device', 'value'],
+    ['virt.virtio.sgs.in', 'in SGs/s', 'rate'],
+    ['virt.virtio.sgs.out', 'out SGs/s', 'rate'],
+    ['virt.virtio.bytes.in', 'in B/s', 'rate'],
+    ['virt.virtio.bytes.out', 'out B/s', 'rate'],
+    ['virt.virtio.inflight', 'in flight', 'value'],
+    ['virt.virtio.ring_full', 'ring full/s', 'rate'],
+    ['virt.virtio.latency_p99', 'p99 ns', 'value'],
+  ]],
+  ['vhost queues', [
+    ['virt.vhost.kicks', 'kicks/s', 'rate'],
+    ['virt.vhost.wakeups', 'wakeups/s', 'rate'],
+    ['virt.vhost.stalls', 'stalls/s', 'rate'],
+    ['virt.vhost.weight_exceeded', 'over budget/s', 'rate'],
+    ['virt.vhost.latency_p99', 'p99 ns', 'value'],
+  ]],
+  ['KVM exit reasons', [
+    ['virt.kvm.exit.count', 'exits/s', 'rate'],
+    ['virt.kvm.exit.latency_p50', 'p50 ns', 'value'],
+    ['virt.kvm.exit.latency_p99', 'p99 ns', 'value'],
+  ]],
+  ['VMs', [
+    ['virt.kvm.vm.exits', 'exits/s', 'rate'],
+    ['virt.kvm.vm.userspace_exits', 'VMM exits/s', 'rate'],
+  ]],
+];
+
+const METRICS = HISTOGRAMS.map(h => h[0]).concat(...TABLES.map(t => t[1].map(c => c[0])));
+
+let context = null;
+const names = {};        // metric -> {instance id -> name}
+let prev = null;         // metric -> {name -> value}, at prevTime
+let prevTime = 0;
+const columns = {};      // histogram metric -> [{bucket -> events/s}] (oldest first)
+
+async function getJSON(path) {
+  const r = await fetch(PMPROXY + path);
+  if (!r.ok)
+    throw new Error(`${path}: HTTP ${r.status}`);
+  return r.json();
+}
+
+async function ensureContext() {
+  if (context === null)
+    context = (await getJSON(`/pmapi/context?polltimeout=${Math.ceil(INTERVAL * 10)}`)).context;
+  return context;
+}
+
+async function instanceNames(metric, ids) {
+  const known = names[metric] || (names[metric] = {});
+  if (ids.every(id => id in known))
+    return known;
+  const r = await getJSON(`/pmapi/${context}/indom?name=${encodeURIComponent(metric)}`);
+  for (const i of r.instances || [])
+    known[i.instance] = i.name;
+  return known;
+}
+
+// One fetch of every metric: {metric -> {instance name -> value}}
+async function sample() {
+  await ensureContext();
+  const r = await getJSON(`/pmapi/${context}/fetch?names=${METRICS.join(',')}`);
+  const out = {};
+  for (const v of r.values || []) {
+    const ids = v.instances.map(i => i.instance);
+    const nm = await instanceNames(v.name, ids);
+    out[v.name] = {};
+    for (const i of v.instances)
+      out[v.name][nm[i.instance] !== undefined ? nm[i.instance] : String(i.instance)] = i.value;
+  }
+  return { values: out, time: r.timestamp };
+}
+
+// grafana-pcp's rule: the bucket's upper bound follows the first '-'
+function bucketOf(name) {
+  const dash = name.indexOf('-');
+  if (dash < 0)
+    return null;
+  const hi = Number(name.slice(dash + 1));
+  if (!Number.isFinite(hi))
+    return null;
+  return { prefix: name.slice(0, name.lastIndexOf('::', dash)), hi };
+}
+
+function pushColumn(metric, now, then, dt) {
+  const col = {};
+  for (const [inst, v] of Object.entries(now[metric] || {})) {
+    const b = bucketOf(inst);
+    const before = then && then[metric] ? then[metric][inst] || 0 : null;
+    if (!b || before === null || v < before)
+      continue;
+    col[b.hi] = (col[b.hi] || 0) + (v - before) / dt;
+  }
+  const cols = columns[metric] || (columns[metric] = []);
+  cols.push(col);
+  while (cols.length > SPAN)
+    cols.shift();
+}
+
+function heatmapElement(metric, title) {
+  let box = document.getElementById('hm-' + metric);
+  if (box)
+    return box;
+  box = document.createElement('div');
+  box.className = 'heatmap';
+  box.id = 'hm-' + metric;
+  box.innerHTML = `<h2></h2><canvas width="${SPAN * 6}" height="200"></canvas><span class="axis"></span>`;
+  box.querySelector('h2').textContent = title;
+  box.querySelector('canvas').dataset.metric = metric;
+  document.getElementById('heatmaps').appendChild(box);
+  return box;
+}
+
+function drawHeatmap(metric, title) {
+  const box = heatmapElement(metric, title);
+  const canvas = box.querySelector('canvas');
+  const g = canvas.getContext('2d');
+  const cols = columns[metric] || [];
+  const his = new Set();
+  let max = 0;
+  for (const c of cols)
+    for (const [hi, v] of Object.entries(c)) {
+      if (v > 0)
+        his.add(Number(hi));
+      max = Math.max(max, v);
+    }
+  const rows = [...his].sort((a, b) => a - b);
+  g.clearRect(0, 0, canvas.width, canvas.height);
+  let cells = 0;
+  if (rows.length) {
+    const w = canvas.width / SPAN, h = canvas.height / rows.length;
+    const x0 = canvas.width - cols.length * w;
+    cols.forEach((c, x) => {
+      rows.forEach((hi, y) => {
+        const v = c[hi] || 0;
+        if (v <= 0)
+          return;
+        const t = Math.log1p(v) / Math.log1p(max);       // 0..1
+        g.fillStyle = `rgb(${255 - 40 * t}, ${230 - 180 * t}, ${200 - 200 * t})`;
+        g.fillRect(x0 + x * w, canvas.height - (y + 1) * h, Math.ceil(w), Math.ceil(h));
+        cells++;
+      });
+    });
+  }
+  canvas.dataset.cells = cells;
+  box.querySelector('.axis').textContent = rows.length
+    ? `buckets up to ${rows[0]} … ${rows[rows.length - 1]}, peak ${max.toFixed(1)}/s`
+    : 'no events yet';
+}
+
+function drawTable(title, cols, now, then, dt) {
+  const id = 'tb-' + title.replace(/\W/g, '_');
+  let box = document.getElementById(id);
+  if (!box) {
+    box = document.createElement('div');
+    box.id = id;
+    box.innerHTML = '<h2></h2><table><thead><tr><th>instance</th></tr></thead><tbody></tbody></table>';
+    box.querySelector('h2').textContent = title;
+    const tr = box.querySelector('thead tr');
+    for (const c of cols) {
+      const th = document.createElement('th');
+      th.textContent = c[1];
+      tr.appendChild(th);
+    }
+    document.getElementById('tables').appendChild(box);
+  }
+  const insts = new Set();
+  for (const c of cols)
+    Object.keys(now[c[0]] || {}).forEach(i => insts.add(i));
+  const body = box.querySelector('tbody');
+  body.textContent = '';
+  for (const inst of [...insts].sort()) {
+    const tr = document.createElement('tr');
+    tr.dataset.instance = inst;
+    const td0 = document.createElement('td');
+    td0.textContent = inst;
+    tr.appendChild(td0);
+    for (const [metric, , kind] of cols) {
+      const td = document.createElement('td');
+      const v = (now[metric] || {})[inst];
+      let text = '';
+      if (v !== undefined && kind === 'rate') {
+        const b = then && then[metric] ? then[metric][inst] : undefined;
+        text = b !== undefined && v >= b ? ((v - b) / dt).toFixed(1) : '';
+      } else if (v !== undefined) {
+        text = String(v);
+      }
+      td.textContent = text;
+      if (text === '')
+        td.className = 'none';
+      tr.appendChild(td);
+    }
+    body.appendChild(tr);
+  }
+}
+
+async function poll() {
+  const status = document.getElementById('status');
+  try {
+    const s = await sample();
+    const dt = prev ? Math.max(1e-3, s.time - prevTime) : 0;
+    for (const [metric, title] of HISTOGRAMS) {
+      if (prev)
+        pushColumn(metric, s.values, prev, dt);
+      drawHeatmap(metric, title);
+    }
+    for (const [title, cols] of TABLES)
+      drawTable(title, cols, s.values, prev, dt);
+    prev = s.values;
+    prevTime = s.time;
+    status.dataset.state = 'ok';
+    status.textContent = 'updated ' + new Date(s.time * 1000).toLocaleTimeString();
+  } catch (e) {
+    context = null;                  // pmproxy restarted or context expired
+    status.dataset.state = 'error';
+    status.textContent = 'error: ' + e.message;
+  }
+  document.body.dataset.polls = String(Number(document.body.dataset.polls || 0) + 1);
+  setTimeout(poll, INTERVAL * 1000);
+}
+
+document.getElementById('source').textContent = PMPROXY;
+document.getElementById('interval').textContent = INTERVAL;
+document.getElementById('span').textContent = SPAN;
+poll();
