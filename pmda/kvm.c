@@ -49,6 +49,8 @@ struct keyed_rows {
 		uint64_t gone[VM_WORDS];	/* VM rows: counts of its threads that are gone */
 	} **v;
 	size_t n, cap;
+	uint32_t *slot;			/* open-addressing index: v[] position + 1, 0 empty */
+	size_t nslot;			/* a power of two, > 2 * n */
 };
 
 /* A vCPU thread seen in the vcpus map: its share of its VM's counters. */
@@ -126,12 +128,57 @@ static void slot_name(char *buf, size_t len, unsigned int slot)
 
 /* --------------------------------------------------------- keyed rows */
 
+static size_t keyed_hash(uint64_t key, size_t nslot)
+{
+	key ^= key >> 33;
+	key *= 0xff51afd7ed558ccdull;	/* murmur3's fmix64 */
+	key ^= key >> 33;
+	return (size_t)key & (nslot - 1);
+}
+
+static struct keyed *keyed_lookup(const struct keyed_rows *t, uint64_t key)
+{
+	if (!t->nslot)
+		return NULL;
+	for (size_t h = keyed_hash(key, t->nslot); t->slot[h]; h = (h + 1) & (t->nslot - 1))
+		if (t->v[t->slot[h] - 1]->key == key)
+			return t->v[t->slot[h] - 1];
+	return NULL;
+}
+
 static struct virt_row *keyed_find(struct keyed_rows *t, uint64_t key)
 {
-	for (size_t i = 0; i < t->n; i++)
-		if (t->v[i]->key == key)
-			return &t->v[i]->row;
-	return NULL;
+	struct keyed *k = keyed_lookup(t, key);
+
+	return k ? &k->row : NULL;
+}
+
+/* (Re)build the index for n entries, growing it to keep the load <= 1/2. */
+static int keyed_reindex(struct keyed_rows *t)
+{
+	size_t nslot = t->nslot ? t->nslot : 64;
+
+	while (nslot <= 2 * t->n)
+		nslot *= 2;
+	if (nslot != t->nslot) {
+		uint32_t *slot = calloc(nslot, sizeof(*slot));
+
+		if (!slot)
+			return -1;
+		free(t->slot);
+		t->slot = slot;
+		t->nslot = nslot;
+	} else {
+		memset(t->slot, 0, nslot * sizeof(*t->slot));
+	}
+	for (size_t i = 0; i < t->n; i++) {
+		size_t h = keyed_hash(t->v[i]->key, nslot);
+
+		while (t->slot[h])
+			h = (h + 1) & (nslot - 1);
+		t->slot[h] = (uint32_t)i + 1;
+	}
+	return 0;
 }
 
 static struct virt_row *keyed_add(struct keyed_rows *t, uint64_t key, pmInDom indom,
@@ -155,14 +202,28 @@ static struct virt_row *keyed_add(struct keyed_rows *t, uint64_t key, pmInDom in
 	k->key = key;
 	virt_row_init(&k->row, indom, hindom, name);
 	t->v[t->n++] = k;
+	if (t->nslot <= 2 * t->n) {
+		if (keyed_reindex(t) < 0) {
+			free(t->v[--t->n]);
+			return NULL;
+		}
+	} else {
+		size_t h = keyed_hash(key, t->nslot);
+
+		while (t->slot[h])
+			h = (h + 1) & (t->nslot - 1);
+		t->slot[h] = (uint32_t)t->n;
+	}
 	return &k->row;
 }
 
+/* Rare (a VMM process gone): remove and rebuild the index. */
 static void keyed_remove(struct keyed_rows *t, size_t i)
 {
 	virt_row_retire(&t->v[i]->row);
 	free(t->v[i]);
 	t->v[i] = t->v[--t->n];
+	keyed_reindex(t);		/* same size: cannot fail */
 }
 
 /* ------------------------------------------------------------- attach */
@@ -431,10 +492,7 @@ static void vm_name(char *buf, size_t len, uint32_t pid)
 
 static struct keyed *vm_of(struct kvm_state *st, uint32_t tgid)
 {
-	for (size_t i = 0; i < st->vms.n; i++)
-		if (st->vms.v[i]->key == tgid)
-			return st->vms.v[i];
-	return NULL;
+	return keyed_lookup(&st->vms, tgid);
 }
 
 /* A thread's counts stay with its VM when the thread goes. */

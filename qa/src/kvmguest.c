@@ -5,12 +5,14 @@
  * Build:  cc -std=c11 -O2 -Wall -Wextra -Werror -o kvmguest kvmguest.c
  * (glibc >= 2.34: pthreads are in libc, no -pthread needed.)
  *
- * Usage:  kvmguest [-o N] [-c N] [-h N] [-n NR] [-d USEC] [-v N] [-r R]
+ * Usage:  kvmguest [-o N] [-c N] [-h N] [-n NR | -N] [-d USEC] [-v N] [-r R]
  *                  [-p PORT] [-V amd|intel] [-q]
  *   -o N      N `out PORT, al` instructions per vCPU (default 0)
  *   -c N      N `cpuid` instructions per vCPU (default 0)
  *   -h N      N hypercalls per vCPU (default 0)
  *   -n NR     hypercall number, in eax (default 42)
+ *   -N        hypercall numbers N_hc, N_hc - 1, ..., 1 (each once per vCPU
+ *             run) instead of NR: many hypercall rows (bench/fetch)
  *   -d USEC   after every KVM_EXIT_IO, busy-wait USEC microseconds (spinning
  *             on clock_gettime(CLOCK_MONOTONIC)) before the next KVM_RUN
  *   -v N      vCPUs (default 1); every vCPU runs the same program on its own
@@ -110,6 +112,7 @@
 #define TSS_ADDR	0xfffbd000UL	/* Intel without unrestricted guest */
 
 static unsigned long n_out, n_cpuid, n_hc, hc_nr = 42, delay_us;
+static int hc_spread;			/* -N: hypercall number = loop counter */
 static unsigned long n_vcpus = 1, repeats = 1, port = 0x10;
 static int quiet, intel;
 static unsigned long linger;
@@ -224,7 +227,11 @@ static void cpuid_body(struct code *c)
 
 static void hc_body(struct code *c)
 {
-	b(c, 2, 0x66, 0xb8); imm32(c, (uint32_t)hc_nr); /* mov eax, nr */
+	if (hc_spread)
+		b(c, 3, 0x66, 0x89, 0xf8);	/* mov eax, edi: N_hc .. 1 */
+	else {
+		b(c, 2, 0x66, 0xb8); imm32(c, (uint32_t)hc_nr); /* mov eax, nr */
+	}
 	b(c, 3, 0x66, 0x31, 0xdb);		/* xor ebx, ebx */
 	b(c, 3, 0x66, 0x31, 0xc9);		/* xor ecx, ecx */
 	b(c, 3, 0x66, 0x31, 0xd2);		/* xor edx, edx */
@@ -440,7 +447,7 @@ static unsigned long num(const char *s, char opt, unsigned long max)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: kvmguest [-o N] [-c N] [-h N] [-n NR] "
+	fprintf(stderr, "usage: kvmguest [-o N] [-c N] [-h N] [-n NR | -N] "
 		"[-d USEC] [-v N] [-r R] [-p PORT] [-V amd|intel] [-q] [-w SECS]\n");
 	exit(1);
 }
@@ -454,12 +461,13 @@ int main(int argc, char **argv)
 	uint64_t t0, t1;
 	int opt, mmap_size;
 
-	while ((opt = getopt(argc, argv, "o:c:h:n:d:v:r:p:V:qw:")) != -1) {
+	while ((opt = getopt(argc, argv, "o:c:h:n:Nd:v:r:p:V:qw:")) != -1) {
 		switch (opt) {
 		case 'o': n_out = num(optarg, 'o', 0x7fffffff); break;
 		case 'c': n_cpuid = num(optarg, 'c', 0x7fffffff); break;
 		case 'h': n_hc = num(optarg, 'h', 0x7fffffff); break;
 		case 'n': hc_nr = num(optarg, 'n', 0xffffffff); break;
+		case 'N': hc_spread = 1; break;
 		case 'd': delay_us = num(optarg, 'd', 60000000); break;
 		case 'v': n_vcpus = num(optarg, 'v', 256); break;
 		case 'r': repeats = num(optarg, 'r', 1000000); break;
