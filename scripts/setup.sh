@@ -12,7 +12,7 @@ PKGS="pcp libpcp3-dev libpcp-pmda3-dev python3-pcp
  pkg-config make gcc clang-tidy cppcheck
  qemu-system-x86 linux-image-amd64 busybox-static cpio
  bpftrace bpfcc-tools linux-headers-amd64
- strace iproute2 procps curl redis-server chromium"
+ strace iproute2 procps curl redis-server chromium valgrind"
 
 [ "$(id -u)" = 0 ] || { echo "setup.sh: must run as root" >&2; exit 1; }
 export DEBIAN_FRONTEND=noninteractive
