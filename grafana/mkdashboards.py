@@ -49,6 +49,17 @@ ROWS = [
         ("runs over budget/s", "graph", ["virt.vhost.weight_exceeded"], "ops"),
         ("latency p99 per queue", "graph", ["virt.vhost.latency_p99"], "ns"),
     ]),
+    ("QEMU processes (host, device side without vhost)", [
+        ("received packet size (bytes)", "heatmap", ["virt.qemu.net.rx.bytes"], "bytes"),
+        ("sent packet size (bytes)", "heatmap", ["virt.qemu.net.tx.sizes"], "bytes"),
+        ("packets per TX flush", "heatmap", ["virt.qemu.net.tx.packets"], "short"),
+        ("bytes per TX flush", "heatmap", ["virt.qemu.net.tx.bytes"], "bytes"),
+        ("packets/s delivered and sent", "graph",
+         ["virt.qemu.net.rx.delivered", "virt.qemu.net.tx.sent"], "pps"),
+        ("RX deferred/s (guest out of buffers)", "graph", ["virt.qemu.net.rx.deferred"], "ops"),
+        ("virtqueue kicks/s and interrupts/s (USDT)", "graph",
+         ["virt.qemu.vq.kicks", "virt.qemu.vq.notifies"], "ops"),
+    ]),
     ("agent", [
         ("family modules", "table", ["virt.control.module.status", "virt.control.module.method",
                                      "virt.control.module.programs", "virt.control.module.dropped"],

@@ -1,0 +1,901 @@
+/*
+ * qemu family (module "qemu", host side): QEMU's emulated virtio-net device,
+ * per QEMU process -- the device side of a VM that runs without vhost --
+ * and, where QEMU was built with the dtrace trace backend, every virtqueue
+ * of every virtio device it emulates (bpf/qemu.bpf.c).
+ *
+ * Processes: every process whose executable's name matches "match" (default
+ * qemu-system-*, qemu-kvm), found by a scan of /proc at most every poll
+ * interval. Probes are per binary (an inode), so each binary is looked at
+ * once (ELF: symbols in .symtab or in its debuginfo file under
+ * /usr/lib/debug/.build-id, USDT notes in .note.stapsdt) and its probes
+ * attached once, for all its processes, current and future:
+ *
+ *   USDT probes (provider "qemu")   -> virt.qemu.vq.*
+ *   the virtio-net functions' symbols -> virt.qemu.net.*
+ *   neither                         -> the process is listed with
+ *                                      probes "none: <binary> has neither
+ *                                      USDT probes nor symbols"
+ *
+ * The family is unavailable while no matching process runs, or while none
+ * of their binaries can be probed (the reason says which and why); it
+ * attaches by itself when one appears.
+ *
+ * Instances: "<pid>" per QEMU process; histogram instances
+ * "<pid>::<lo>-<hi>"; queues "<pid>/dev<k>/<n>" with k numbering the
+ * process's virtio devices in order of first sight and n the queue index
+ * (from virtio_queue_notify), or "<pid>/dev<k>/vq_<address>" while the
+ * index is unknown. Exited processes leave at the next scan, with their
+ * map entries.
+ */
+#include "virt.h"
+#include "rows.h"
+#include "qemu.h"
+#include "qemu.skel.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+enum qemu_opt { OPT_MATCH, OPT_MAX_PROCS, OPT_MAX_QUEUES, OPT_USDT, NOPTS };
+
+static const struct virt_option qemu_options[NOPTS] = {
+	[OPT_MATCH] = { "match", VIRT_OPT_STRING, 0, 0, "qemu-system-*,qemu-kvm",
+		"comma-separated shell patterns for the executable's file name of QEMU processes" },
+	[OPT_MAX_PROCS] = { "max_processes", VIRT_OPT_UINT, 4, 65536, "256",
+		"QEMU processes counted; more are counted as dropped" },
+	[OPT_MAX_QUEUES] = { "max_queues", VIRT_OPT_UINT, 4, 65536, "1024",
+		"QEMU virtqueues counted (USDT); more are counted as dropped" },
+	[OPT_USDT] = { "usdt", VIRT_OPT_BOOL, 0, 0, "true",
+		"attach QEMU's USDT probes (virt.qemu.vq.*) where the binary has them" },
+};
+
+#define NW (sizeof(struct qemu_net_stats) / sizeof(__u64))
+#define NWD(field) (offsetof(struct qemu_net_stats, field) / sizeof(__u64))
+#define NSCALAR NWD(rx_hist)
+#define VW (sizeof(struct qemu_vq_stats) / sizeof(__u64))
+#define VWD(field) (offsetof(struct qemu_vq_stats, field) / sizeof(__u64))
+
+/* the receive function, best first: virtio_net_receive_rcu() may be
+ * inlined into its only other caller (same arguments) */
+static const char *const rx_syms[] = { "virtio_net_receive_rcu", "virtio_net_do_receive" };
+static const char flush_sym[] = "virtio_net_flush_tx";
+static const char sendv_sym[] = "qemu_sendv_packet_async";
+
+/* ------------------------------------------------------------- state */
+
+#define PROBES_MAX 200
+
+/* A QEMU binary (by inode) and what could be attached to it. */
+struct q_bin {
+	dev_t dev;
+	ino_t ino;
+	char path[PATH_MAX];		/* as /proc/<pid>/exe named it */
+	bool has_syms, has_usdt;
+	uint64_t rx_off, flush_off, sendv_off;
+	const char *rx_sym;
+	char why[PROBES_MAX];		/* why not (has_syms and has_usdt false) */
+	struct bpf_link *links[16];
+	unsigned int nlinks;
+	bool attached;
+	char probes[PROBES_MAX];	/* "usdt+uprobe", "uprobe", "none: ..." */
+};
+
+/* A QEMU process: its net rows (one per histogram) and counters. */
+struct p_row {
+	struct virt_row rx;		/* first: pmdaCache private -> p_row */
+	struct virt_row txp, txb, txs;
+	uint32_t pid;
+	struct q_bin *bin;
+	uint64_t sum[NSCALAR], base[NSCALAR], last[NW];
+	bool present;			/* in the latest /proc scan */
+	bool counted;			/* in the procs map */
+	uint64_t devs[64];		/* VirtIODevice * in order of first sight */
+	unsigned int ndevs;
+};
+
+/* A virtqueue of a QEMU process (USDT). */
+struct v_row {
+	struct virt_row row;		/* first */
+	struct qemu_vq_key key;
+	uint64_t v[VW];
+	bool seen;
+};
+
+struct qemu_state {
+	struct qemu_bpf *skel;
+	struct q_bin **bins;
+	size_t nbins, capbins;
+	struct p_row **procs;
+	size_t nprocs, capprocs;
+	struct v_row **vqs;
+	size_t nvqs, capvqs;
+	struct virt_bulk pbulk, vbulk, ibulk;
+	time_t scanned;
+	bool scan_ok;			/* some process's binary can be probed */
+};
+
+static struct qemu_state *state(struct virt_family *fam)
+{
+	struct qemu_state *st = fam->priv;
+
+	if (st)
+		return st;
+	if (!(st = calloc(1, sizeof(*st))))
+		return NULL;
+	if (virt_bulk_alloc(&st->pbulk, fam->opts[OPT_MAX_PROCS].u, sizeof(__u64),
+			    sizeof(struct qemu_net_stats)) < 0 ||
+	    virt_bulk_alloc(&st->vbulk, fam->opts[OPT_MAX_QUEUES].u, sizeof(struct qemu_vq_key),
+			    sizeof(struct qemu_vq_stats)) < 0 ||
+	    virt_bulk_alloc(&st->ibulk, fam->opts[OPT_MAX_QUEUES].u, sizeof(struct qemu_vq_key),
+			    sizeof(struct qemu_vq_info)) < 0) {
+		virt_bulk_free(&st->pbulk);
+		virt_bulk_free(&st->vbulk);
+		free(st);
+		return NULL;
+	}
+	fam->priv = st;
+	return st;
+}
+
+/* snprintf that may truncate (paths in reasons): say so to the compiler */
+static void __attribute__((format(printf, 3, 4))) say(char *dst, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(dst, len, fmt, ap);
+	va_end(ap);
+}
+
+/* ------------------------------------------------------ ELF inspection */
+
+/* File offset of virtual address v, from the PT_LOAD segments of e. */
+static bool vaddr_to_offset(Elf *e, uint64_t v, uint64_t *off)
+{
+	size_t n;
+
+	if (elf_getphdrnum(e, &n) != 0)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (v >= ph.p_vaddr && v < ph.p_vaddr + ph.p_memsz) {
+			*off = v - ph.p_vaddr + ph.p_offset;
+			return true;
+		}
+	}
+	return false;
+}
+
+static Elf_Scn *section_named(Elf *e, const char *want)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	if (elf_getshdrstrndx(e, &shstrndx) != 0)
+		return NULL;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (gelf_getshdr(scn, &sh) && (name = elf_strptr(e, shstrndx, sh.sh_name)) &&
+		    strcmp(name, want) == 0)
+			return scn;
+	}
+	return NULL;
+}
+
+/* Address of the function called name in e's .symtab (0: not there). */
+static uint64_t symtab_func(Elf *e, const char *name)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !sh.sh_entsize)
+			continue;
+		if (!(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym s;
+			const char *n;
+
+			if (!gelf_getsym(d, (int)i, &s) || GELF_ST_TYPE(s.st_info) != STT_FUNC ||
+			    s.st_shndx == SHN_UNDEF || !s.st_value)
+				continue;
+			if ((n = elf_strptr(e, sh.sh_link, s.st_name)) && strcmp(n, name) == 0)
+				return s.st_value;
+		}
+	}
+	return 0;
+}
+
+static bool has_symtab(Elf *e)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB && sh.sh_size)
+			return true;
+	}
+	return false;
+}
+
+/* /usr/lib/debug/.build-id/xx/yyyy.debug of e, "" if e has no build id. */
+static void debug_file(Elf *e, char *path, size_t len)
+{
+	Elf_Scn *scn = section_named(e, ".note.gnu.build-id");
+	Elf_Data *d;
+	GElf_Nhdr nh;
+	size_t off = 0, noff, doff;
+
+	path[0] = '\0';
+	if (!scn || !(d = elf_getdata(scn, NULL)))
+		return;
+	while ((off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
+		const unsigned char *id = (const unsigned char *)d->d_buf + doff;
+		size_t n;
+
+		if (nh.n_type != NT_GNU_BUILD_ID || nh.n_descsz < 2)
+			continue;
+		n = (size_t)snprintf(path, len, "/usr/lib/debug/.build-id/%02x/", id[0]);
+		for (size_t i = 1; i < nh.n_descsz && n + 3 < len; i++)
+			n += (size_t)snprintf(path + n, len - n, "%02x", id[i]);
+		snprintf(path + n, len - n, ".debug");
+		return;
+	}
+}
+
+static Elf *elf_open(const char *path, int *fd)
+{
+	Elf *e;
+
+	if ((*fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return NULL;
+	if (!(e = elf_begin(*fd, ELF_C_READ, NULL)) || elf_kind(e) != ELF_K_ELF) {
+		if (e)
+			elf_end(e);
+		close(*fd);
+		return NULL;
+	}
+	return e;
+}
+
+/* Offsets of the net functions in b (in its own symbol table or in its
+ * debuginfo file): all three, or has_syms stays false. */
+static void find_symbols(struct q_bin *b, Elf *e)
+{
+	char dpath[PATH_MAX];
+	Elf *se = e, *de = NULL;
+	int dfd = -1;
+	uint64_t rx = 0, fl, sv;
+
+	if (!has_symtab(e)) {
+		debug_file(e, dpath, sizeof(dpath));
+		if (!dpath[0] || !(de = elf_open(dpath, &dfd)))
+			return;
+		se = de;
+	}
+	for (size_t i = 0; i < sizeof(rx_syms) / sizeof(rx_syms[0]) && !rx; i++)
+		if ((rx = symtab_func(se, rx_syms[i])))
+			b->rx_sym = rx_syms[i];
+	fl = symtab_func(se, flush_sym);
+	sv = symtab_func(se, sendv_sym);
+	if (rx && fl && sv && vaddr_to_offset(e, rx, &b->rx_off) &&
+	    vaddr_to_offset(e, fl, &b->flush_off) && vaddr_to_offset(e, sv, &b->sendv_off))
+		b->has_syms = true;
+	else if (!b->why[0])
+		say(b->why, sizeof(b->why), "%s has symbols but not %s", b->path,
+			 !rx ? rx_syms[0] : !fl ? flush_sym : sendv_sym);
+	if (de) {
+		elf_end(de);
+		close(dfd);
+	}
+}
+
+/* What can be probed in the binary at path (a /proc/<pid>/exe). */
+static void inspect(struct q_bin *b, const char *path)
+{
+	Elf *e;
+	int fd;
+
+	if (elf_version(EV_CURRENT) == EV_NONE || !(e = elf_open(path, &fd))) {
+		say(b->why, sizeof(b->why), "%s: not a readable ELF file", b->path);
+		return;
+	}
+	b->has_usdt = section_named(e, ".note.stapsdt") != NULL;
+	find_symbols(b, e);
+	elf_end(e);
+	close(fd);
+	if (!b->has_syms && !b->has_usdt && !b->why[0])
+		say(b->why, sizeof(b->why), "%s has neither USDT probes nor symbols", b->path);
+}
+
+/* ----------------------------------------------------------- attach */
+
+static bool link_add(struct q_bin *b, struct bpf_link *l, char *why, size_t len,
+		     const char *what)
+{
+	if (!l) {
+		snprintf(why, len, "attach %s: %s", what, strerror(errno));
+		return false;
+	}
+	b->links[b->nlinks++] = l;
+	return true;
+}
+
+static void bin_detach(struct q_bin *b)
+{
+	for (unsigned int i = 0; i < b->nlinks; i++)
+		bpf_link__destroy(b->links[i]);
+	b->nlinks = 0;
+	b->attached = false;
+}
+
+static bool attach_uprobes(struct qemu_bpf *skel, struct q_bin *b, const char *exe,
+			   char *why, size_t len)
+{
+	struct { struct bpf_program *prog; bool ret; uint64_t off; const char *name; } u[] = {
+		{ skel->progs.virt_qemu_uprobe_rx, false, b->rx_off, b->rx_sym },
+		{ skel->progs.virt_qemu_uretprobe_rx, true, b->rx_off, b->rx_sym },
+		{ skel->progs.virt_qemu_uprobe_flush, false, b->flush_off, flush_sym },
+		{ skel->progs.virt_qemu_uretprobe_flush, true, b->flush_off, flush_sym },
+		{ skel->progs.virt_qemu_uprobe_sendv, false, b->sendv_off, sendv_sym },
+	};
+
+	for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++) {
+		struct bpf_link *l = bpf_program__attach_uprobe(u[i].prog, u[i].ret, -1, exe,
+								 (size_t)u[i].off);
+
+		if (!link_add(b, l, why, len, u[i].name))
+			return false;
+	}
+	return true;
+}
+
+static bool attach_usdt(struct qemu_bpf *skel, struct q_bin *b, const char *exe,
+			char *why, size_t len)
+{
+	struct { struct bpf_program *prog; const char *name; } u[] = {
+		{ skel->progs.virt_qemu_usdt_pop, "virtqueue_pop" },
+		{ skel->progs.virt_qemu_usdt_fill, "virtqueue_fill" },
+		{ skel->progs.virt_qemu_usdt_flush, "virtqueue_flush" },
+		{ skel->progs.virt_qemu_usdt_queue_notify, "virtio_queue_notify" },
+		{ skel->progs.virt_qemu_usdt_notify, "virtio_notify" },
+		{ skel->progs.virt_qemu_usdt_notify_irqfd, "virtio_notify_irqfd" },
+	};
+
+	for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++) {
+		struct bpf_link *l = bpf_program__attach_usdt(u[i].prog, -1, exe, "qemu",
+							      u[i].name, NULL);
+
+		if (!link_add(b, l, why, len, u[i].name))
+			return false;
+	}
+	return true;
+}
+
+/* Attach what b offers, through exe (a /proc/<pid>/exe of one of its
+ * processes: the same inode even if the file was replaced since). */
+static void bin_attach(struct virt_family *fam, struct q_bin *b, const char *exe)
+{
+	struct qemu_state *st = fam->priv;
+	char why[PROBES_MAX] = "";
+	bool usdt = b->has_usdt && fam->opts[OPT_USDT].b;
+
+	if (b->attached || (!b->has_syms && !usdt))
+		return;
+	if ((b->has_syms && !attach_uprobes(st->skel, b, exe, why, sizeof(why))) ||
+	    (usdt && !attach_usdt(st->skel, b, exe, why, sizeof(why)))) {
+		bin_detach(b);
+		snprintf(b->probes, sizeof(b->probes), "failed: %s", why);
+		pmNotifyErr(LOG_WARNING, "qemu: %s: %s", b->path, why);
+		return;
+	}
+	b->attached = true;
+	snprintf(b->probes, sizeof(b->probes), "%s%s%s", usdt ? "usdt" : "",
+		 usdt && b->has_syms ? "+" : "", b->has_syms ? "uprobe" : "");
+	fam->programs += b->nlinks;
+}
+
+/* ------------------------------------------------------------- scan */
+
+static bool matches(const char *patterns, const char *name)
+{
+	char buf[256], *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", patterns);
+	for (char *p = strtok_r(buf, ", ", &save); p; p = strtok_r(NULL, ", ", &save))
+		if (fnmatch(p, name, 0) == 0)
+			return true;
+	return false;
+}
+
+static struct q_bin *bin_of(struct qemu_state *st, const struct stat *sb, const char *target,
+			    const char *exe)
+{
+	struct q_bin *b;
+
+	for (size_t i = 0; i < st->nbins; i++)
+		if (st->bins[i]->dev == sb->st_dev && st->bins[i]->ino == sb->st_ino)
+			return st->bins[i];
+	if (st->nbins == st->capbins) {
+		size_t cap = st->capbins ? st->capbins * 2 : 4;
+		struct q_bin **v = realloc(st->bins, cap * sizeof(struct q_bin *));
+
+		if (!v)
+			return NULL;
+		st->bins = v;
+		st->capbins = cap;
+	}
+	if (!(b = calloc(1, sizeof(*b))))
+		return NULL;
+	b->dev = sb->st_dev;
+	b->ino = sb->st_ino;
+	snprintf(b->path, sizeof(b->path), "%s", target);
+	inspect(b, exe);
+	if (!b->has_syms && !b->has_usdt)
+		say(b->probes, sizeof(b->probes), "none: %s", b->why);
+	st->bins[st->nbins++] = b;
+	return b;
+}
+
+static struct p_row *proc_of(struct qemu_state *st, uint32_t pid, bool create)
+{
+	struct p_row *r;
+	char name[16];
+
+	for (size_t i = 0; i < st->nprocs; i++)
+		if (st->procs[i]->pid == pid)
+			return st->procs[i];
+	if (!create)
+		return NULL;
+	if (st->nprocs == st->capprocs) {
+		size_t cap = st->capprocs ? st->capprocs * 2 : 8;
+		struct p_row **v = realloc(st->procs, cap * sizeof(struct p_row *));
+
+		if (!v)
+			return NULL;
+		st->procs = v;
+		st->capprocs = cap;
+	}
+	if (!(r = calloc(1, sizeof(*r))))
+		return NULL;
+	r->pid = pid;
+	snprintf(name, sizeof(name), "%u", pid);
+	virt_row_init(&r->rx, virt_indom(VIRT_I_QEMU_PROC), virt_indom(VIRT_I_QEMU_RX_HIST), name);
+	virt_row_init(&r->txp, PM_INDOM_NULL, virt_indom(VIRT_I_QEMU_TXP_HIST), name);
+	virt_row_init(&r->txb, PM_INDOM_NULL, virt_indom(VIRT_I_QEMU_TXB_HIST), name);
+	virt_row_init(&r->txs, PM_INDOM_NULL, virt_indom(VIRT_I_QEMU_TXS_HIST), name);
+	st->procs[st->nprocs++] = r;
+	return r;
+}
+
+static void vq_free(struct qemu_state *st, size_t i)
+{
+	virt_row_retire(&st->vqs[i]->row);
+	free(st->vqs[i]);
+	st->vqs[i] = st->vqs[--st->nvqs];
+}
+
+/* A process is gone: its instances, rows and map entries go too. */
+static void proc_free(struct qemu_state *st, size_t i)
+{
+	struct p_row *r = st->procs[i];
+
+	for (size_t q = 0; q < st->nvqs;)
+		if (st->vqs[q]->key.tgid == r->pid) {
+			if (st->skel) {
+				virt_bpf_syscalls += 2;
+				bpf_map_delete_elem(bpf_map__fd(st->skel->maps.vqs), &st->vqs[q]->key);
+				bpf_map_delete_elem(bpf_map__fd(st->skel->maps.vqinfo), &st->vqs[q]->key);
+			}
+			vq_free(st, q);
+		} else {
+			q++;
+		}
+	if (st->skel && r->counted) {
+		uint64_t k = r->pid;
+
+		virt_bpf_syscalls++;
+		bpf_map_delete_elem(bpf_map__fd(st->skel->maps.procs), &k);
+	}
+	virt_row_retire(&r->rx);
+	virt_row_retire(&r->txp);
+	virt_row_retire(&r->txb);
+	virt_row_retire(&r->txs);
+	free(r->rx.win);
+	free(r);
+	st->procs[i] = st->procs[--st->nprocs];
+}
+
+/* Walk /proc for QEMU processes: rows for new ones, exited ones freed,
+ * new binaries inspected (and attached when the family is active). */
+static void scan(struct virt_family *fam)
+{
+	struct qemu_state *st = fam->priv;
+	const char *match = fam->opts[OPT_MATCH].s ? fam->opts[OPT_MATCH].s : "";
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	char why[PROBES_MAX] = "";
+
+	st->scanned = time(NULL);
+	if (!d)
+		return;
+	for (size_t i = 0; i < st->nprocs; i++)
+		st->procs[i]->present = false;
+	st->scan_ok = false;
+	while ((de = readdir(d))) {
+		char exe[64], target[PATH_MAX];
+		const char *base;
+		struct p_row *r;
+		struct q_bin *b;
+		struct stat sb;
+		ssize_t n;
+		char *end;
+		unsigned long pid = strtoul(de->d_name, &end, 10);
+
+		if (*end || !pid)
+			continue;
+		snprintf(exe, sizeof(exe), "/proc/%lu/exe", pid);
+		if ((n = readlink(exe, target, sizeof(target) - 1)) <= 0)
+			continue;	/* kernel threads; or no access */
+		target[n] = '\0';
+		if (n > 10 && strcmp(target + n - 10, " (deleted)") == 0)
+			target[n - 10] = '\0';
+		base = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
+		if (!matches(match, base) || stat(exe, &sb) < 0)
+			continue;
+		if (!(b = bin_of(st, &sb, target, exe)) || !(r = proc_of(st, (uint32_t)pid, true)))
+			continue;
+		r->present = true;
+		r->bin = b;
+		if (st->skel)
+			bin_attach(fam, b, exe);
+		if (b->has_syms || b->has_usdt)
+			st->scan_ok = true;
+		else if (!why[0])
+			snprintf(why, sizeof(why), "%s", b->why);
+	}
+	closedir(d);
+	for (size_t i = 0; i < st->nprocs;)
+		if (!st->procs[i]->present)
+			proc_free(st, i);
+		else
+			i++;
+	if (!st->scan_ok)
+		virt_set_reason(fam, "%s", why[0] ? why : "no QEMU process running");
+}
+
+static bool qemu_ready(struct virt_family *fam)
+{
+	struct qemu_state *st = state(fam);
+
+	if (!st) {
+		virt_set_reason(fam, "out of memory");
+		return false;
+	}
+	scan(fam);
+	return st->scan_ok;
+}
+
+static int qemu_attach(struct virt_family *fam)
+{
+	struct qemu_state *st = state(fam);
+	struct qemu_bpf *skel;
+	int err;
+
+	if (!st)
+		return -ENOMEM;
+	if (fam->want_method[0] && strcmp(fam->want_method, "uprobe") != 0) {
+		virt_set_reason(fam, "method %s: not one of this family's (uprobe)", fam->want_method);
+		return -EINVAL;
+	}
+	if (!(skel = qemu_bpf__open())) {
+		virt_set_reason(fam, "open: %s", strerror(errno));
+		return -errno;
+	}
+	bpf_map__set_max_entries(skel->maps.procs, (__u32)fam->opts[OPT_MAX_PROCS].u);
+	bpf_map__set_max_entries(skel->maps.vqs, (__u32)fam->opts[OPT_MAX_QUEUES].u);
+	bpf_map__set_max_entries(skel->maps.vqinfo, (__u32)fam->opts[OPT_MAX_QUEUES].u);
+	if ((err = qemu_bpf__load(skel))) {
+		virt_set_reason(fam, "load: %s", strerror(-err));
+		qemu_bpf__destroy(skel);
+		return err;
+	}
+	st->skel = skel;
+	fam->programs = 0;
+	snprintf(fam->method, sizeof(fam->method), "uprobe");
+	scan(fam);			/* attaches every probe-able binary */
+	if (!fam->programs) {
+		char why[VIRT_REASON_MAX] = "";
+
+		for (size_t i = 0; i < st->nbins && !why[0]; i++)
+			if (strncmp(st->bins[i]->probes, "failed: ", 8) == 0)
+				say(why, sizeof(why), "%s: %s", st->bins[i]->path,
+					 st->bins[i]->probes + 8);
+		qemu_bpf__destroy(skel);
+		st->skel = NULL;
+		virt_set_reason(fam, "%s", why[0] ? why : "nothing to attach");
+		return VIRT_NOT_YET;
+	}
+	return VIRT_ATTACHED;
+}
+
+static void qemu_detach(struct virt_family *fam)
+{
+	struct qemu_state *st = fam->priv;
+
+	if (!st)
+		return;
+	for (size_t i = 0; i < st->nbins; i++) {
+		bin_detach(st->bins[i]);
+		if (strncmp(st->bins[i]->probes, "none", 4) != 0)
+			st->bins[i]->probes[0] = '\0';
+	}
+	/* what this object counted moves into the rows' bases */
+	for (size_t i = 0; i < st->nprocs; i++) {
+		struct p_row *r = st->procs[i];
+
+		memcpy(r->base, r->sum, sizeof(r->base));
+		memset(r->last, 0, sizeof(r->last));
+		virt_row_rebase(&r->rx);
+		virt_row_rebase(&r->txp);
+		virt_row_rebase(&r->txb);
+		virt_row_rebase(&r->txs);
+		r->counted = false;
+	}
+	while (st->nvqs)
+		vq_free(st, st->nvqs - 1);
+	qemu_bpf__destroy(st->skel);
+	st->skel = NULL;
+}
+
+/* ----------------------------------------------------------- refresh */
+
+static void read_procs(struct qemu_state *st)
+{
+	struct bpf_map *map = st->skel->maps.procs;
+	size_t stride = sizeof(struct qemu_net_stats) * (size_t)virt_ncpus();
+	int got = virt_map_dump(bpf_map__fd(map), st->pbulk.keys, sizeof(__u64), st->pbulk.vals,
+				stride, bpf_map__max_entries(map));
+
+	for (int i = 0; i < got; i++) {
+		uint64_t pid = ((uint64_t *)st->pbulk.keys)[i];
+		struct p_row *r = proc_of(st, (uint32_t)pid, false);
+
+		if (!r) {		/* exited before the scan saw it */
+			virt_bpf_syscalls++;
+			bpf_map_delete_elem(bpf_map__fd(map), &pid);
+			continue;
+		}
+		virt_percpu_sum((char *)st->pbulk.vals + (size_t)i * stride, NW, r->last);
+		r->counted = true;
+	}
+	for (size_t i = 0; i < st->nprocs; i++) {
+		struct p_row *r = st->procs[i];
+
+		for (size_t w = 0; w < NSCALAR; w++)
+			r->sum[w] = r->base[w] + r->last[w];
+		virt_row_set(&r->rx, NULL, 0, &r->last[NWD(rx_hist)]);
+		virt_row_set(&r->txp, NULL, 0, &r->last[NWD(txp_hist)]);
+		virt_row_set(&r->txb, NULL, 0, &r->last[NWD(txb_hist)]);
+		virt_row_set(&r->txs, NULL, 0, &r->last[NWD(txs_hist)]);
+		virt_row_expose(&r->rx, true);
+		virt_row_expose(&r->txp, true);
+		virt_row_expose(&r->txb, true);
+		virt_row_expose(&r->txs, true);
+	}
+}
+
+static struct v_row *vq_of(struct qemu_state *st, const struct qemu_vq_key *k)
+{
+	for (size_t i = 0; i < st->nvqs; i++)
+		if (st->vqs[i]->key.tgid == k->tgid && st->vqs[i]->key.vq == k->vq)
+			return st->vqs[i];
+	return NULL;
+}
+
+/* Device number of vdev within its process (first sight order). */
+static unsigned int dev_number(struct p_row *p, uint64_t vdev)
+{
+	for (unsigned int i = 0; i < p->ndevs; i++)
+		if (p->devs[i] == vdev)
+			return i;
+	if (p->ndevs < sizeof(p->devs) / sizeof(p->devs[0]))
+		p->devs[p->ndevs++] = vdev;
+	return p->ndevs - 1;
+}
+
+/* A queue seen for the first time: named from what vqinfo knows now. */
+static struct v_row *vq_add(struct qemu_state *st, const struct qemu_vq_key *k,
+			    const struct qemu_vq_info *info)
+{
+	struct p_row *p = proc_of(st, (uint32_t)k->tgid, false);
+	char name[VIRT_NAME_MAX];
+	struct v_row *v;
+	int n;
+
+	if (!p)
+		return NULL;
+	if (info && info->vdev)
+		n = snprintf(name, sizeof(name), "%u/dev%u/", p->pid, dev_number(p, info->vdev));
+	else
+		n = snprintf(name, sizeof(name), "%u/dev_unknown/", p->pid);
+	if (info && info->index >= 0)
+		snprintf(name + n, sizeof(name) - (size_t)n, "%lld", (long long)info->index);
+	else
+		snprintf(name + n, sizeof(name) - (size_t)n, "vq_%llx", (unsigned long long)k->vq);
+	if (st->nvqs == st->capvqs) {
+		size_t cap = st->capvqs ? st->capvqs * 2 : 16;
+		struct v_row **a = realloc(st->vqs, cap * sizeof(struct v_row *));
+
+		if (!a)
+			return NULL;
+		st->vqs = a;
+		st->capvqs = cap;
+	}
+	if (!(v = calloc(1, sizeof(*v))))
+		return NULL;
+	v->key = *k;
+	virt_row_init(&v->row, virt_indom(VIRT_I_QEMU_VQ), PM_INDOM_NULL, name);
+	st->vqs[st->nvqs++] = v;
+	return v;
+}
+
+static const struct qemu_vq_info *info_of(struct qemu_state *st, int ninfo,
+					  const struct qemu_vq_key *k)
+{
+	const struct qemu_vq_key *keys = st->ibulk.keys;
+
+	for (int i = 0; i < ninfo; i++)
+		if (keys[i].tgid == k->tgid && keys[i].vq == k->vq)
+			return (const struct qemu_vq_info *)st->ibulk.vals + i;
+	return NULL;
+}
+
+static void read_vqs(struct qemu_state *st)
+{
+	struct bpf_map *map = st->skel->maps.vqs;
+	size_t stride = sizeof(struct qemu_vq_stats) * (size_t)virt_ncpus();
+	int got = virt_map_dump(bpf_map__fd(map), st->vbulk.keys, sizeof(struct qemu_vq_key),
+				st->vbulk.vals, stride, bpf_map__max_entries(map));
+	int ninfo = 0;
+	bool fresh = false;
+
+	for (size_t i = 0; i < st->nvqs; i++)
+		st->vqs[i]->seen = false;
+	for (int i = 0; i < got; i++) {
+		const struct qemu_vq_key *k = (const struct qemu_vq_key *)st->vbulk.keys + i;
+		struct v_row *v = vq_of(st, k);
+
+		if (!v) {
+			if (!fresh) {	/* names of new queues: one bulk read */
+				ninfo = virt_map_dump(bpf_map__fd(st->skel->maps.vqinfo),
+						      st->ibulk.keys, sizeof(struct qemu_vq_key),
+						      st->ibulk.vals, sizeof(struct qemu_vq_info),
+						      bpf_map__max_entries(st->skel->maps.vqinfo));
+				fresh = true;
+			}
+			if (!(v = vq_add(st, k, info_of(st, ninfo, k))))
+				continue;
+		}
+		virt_percpu_sum((char *)st->vbulk.vals + (size_t)i * stride, VW, v->v);
+		v->seen = true;
+		v->row.v[0] = 1;
+		virt_row_expose(&v->row, true);
+	}
+}
+
+static int qemu_refresh(struct virt_family *fam)
+{
+	struct qemu_state *st = fam->priv;
+
+	if (time(NULL) - st->scanned >= 2)
+		scan(fam);
+	read_procs(st);
+	read_vqs(st);
+	fam->dropped = virt_percpu_counters_total(bpf_map__fd(st->skel->maps.drops), &st->pbulk,
+						   QEMU_DROPS);
+	return 0;
+}
+
+/* -------------------------------------------------------------- fetch */
+
+static const size_t net_word[VIRT_NMETRICS] = {
+	[VIRT_M_QEMU_RX_DELIVERED] = NWD(rx_packets),
+	[VIRT_M_QEMU_RX_DELIVERED_BYTES] = NWD(rx_bytes),
+	[VIRT_M_QEMU_RX_DEFERRED] = NWD(rx_dropped),
+	[VIRT_M_QEMU_TX_FLUSHES] = NWD(tx_flushes),
+	[VIRT_M_QEMU_TX_SENT] = NWD(tx_packets),
+	[VIRT_M_QEMU_TX_SENT_BYTES] = NWD(tx_bytes),
+	[VIRT_M_QEMU_TX_BUSY] = NWD(tx_busy),
+};
+
+static const size_t vq_word[VIRT_NMETRICS] = {
+	[VIRT_M_QEMU_VQ_POPS] = VWD(pops),
+	[VIRT_M_QEMU_VQ_FILLS] = VWD(fills),
+	[VIRT_M_QEMU_VQ_FILL_BYTES] = VWD(fill_bytes),
+	[VIRT_M_QEMU_VQ_FLUSHES] = VWD(flushes),
+	[VIRT_M_QEMU_VQ_KICKS] = VWD(kicks),
+	[VIRT_M_QEMU_VQ_NOTIFIES] = VWD(notifies),
+};
+
+static int qemu_fetch(struct virt_family *fam, enum virt_metric_id m, unsigned int inst,
+		      pmAtomValue *atom)
+{
+	struct p_row *r;
+	struct v_row *v;
+
+	(void)fam;
+	switch (m) {
+	case VIRT_M_QEMU_RX_BYTES:
+		return virt_row_fetch(VIRT_I_QEMU_RX_HIST, VIRT_ROW_HIST, inst, atom);
+	case VIRT_M_QEMU_TX_PACKETS:
+		return virt_row_fetch(VIRT_I_QEMU_TXP_HIST, VIRT_ROW_HIST, inst, atom);
+	case VIRT_M_QEMU_TX_BYTES:
+		return virt_row_fetch(VIRT_I_QEMU_TXB_HIST, VIRT_ROW_HIST, inst, atom);
+	case VIRT_M_QEMU_TX_SIZES:
+		return virt_row_fetch(VIRT_I_QEMU_TXS_HIST, VIRT_ROW_HIST, inst, atom);
+	case VIRT_M_QEMU_VQ_POPS: case VIRT_M_QEMU_VQ_FILLS: case VIRT_M_QEMU_VQ_FILL_BYTES:
+	case VIRT_M_QEMU_VQ_FLUSHES: case VIRT_M_QEMU_VQ_KICKS: case VIRT_M_QEMU_VQ_NOTIFIES:
+		if (!(v = (struct v_row *)virt_row_of(virt_indom(VIRT_I_QEMU_VQ), inst)))
+			return PM_ERR_INST;
+		atom->ull = v->v[vq_word[m]];
+		return PMDA_FETCH_STATIC;
+	default:
+		break;
+	}
+	if (!(r = (struct p_row *)virt_row_of(virt_indom(VIRT_I_QEMU_PROC), inst)))
+		return PM_ERR_INST;
+	switch (m) {
+	case VIRT_M_QEMU_PROCESS_PROBES:
+		atom->cp = r->bin && r->bin->probes[0] ? r->bin->probes : (char *)"none";
+		return PMDA_FETCH_STATIC;
+	case VIRT_M_QEMU_PROCESS_BINARY:
+		atom->cp = r->bin ? r->bin->path : (char *)"";
+		return PMDA_FETCH_STATIC;
+	case VIRT_M_QEMU_RX_DELIVERED: case VIRT_M_QEMU_RX_DELIVERED_BYTES:
+	case VIRT_M_QEMU_RX_DEFERRED: case VIRT_M_QEMU_TX_FLUSHES: case VIRT_M_QEMU_TX_SENT:
+	case VIRT_M_QEMU_TX_SENT_BYTES: case VIRT_M_QEMU_TX_BUSY:
+		if (!r->bin || !r->bin->has_syms)
+			return PMDA_FETCH_NOVALUES;	/* not measured, not zero */
+		atom->ull = r->sum[net_word[m]];
+		return PMDA_FETCH_STATIC;
+	default:
+		return PM_ERR_PMID;
+	}
+}
+
+const struct virt_module virt_module = {
+	.abi = VIRT_MODULE_ABI,
+	.name = "qemu",
+	.options = qemu_options,
+	.noptions = NOPTS,
+	.ready = qemu_ready,
+	.attach = qemu_attach,
+	.detach = qemu_detach,
+	.refresh = qemu_refresh,
+	.fetch = qemu_fetch,
+};
