@@ -530,6 +530,38 @@ static void proc_free(struct qemu_state *st, size_t i)
 	st->procs[i] = st->procs[--st->nprocs];
 }
 
+/* The executable of pid: target = its path, exe = a path to open it by.
+ * /proc/<pid>/exe (the very inode, even if the file was replaced) needs
+ * ptrace access, which the agent lacks for other users' processes (QEMU
+ * run by libvirt as libvirt-qemu: the agent keeps no CAP_SYS_PTRACE); then
+ * an absolute argv[0] from the world-readable cmdline stands in. */
+static bool exe_of(unsigned long pid, char *exe, size_t elen, char *target, size_t tlen)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(exe, elen, "/proc/%lu/exe", pid);
+	if ((n = readlink(exe, target, tlen - 1)) > 0) {
+		target[n] = '\0';
+		if (n > 10 && strcmp(target + n - 10, " (deleted)") == 0)
+			target[n - 10] = '\0';
+		return true;
+	}
+	if (errno != EACCES && errno != EPERM)
+		return false;		/* kernel threads, gone */
+	snprintf(path, sizeof(path), "/proc/%lu/cmdline", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = read(fd, target, tlen - 1);
+	close(fd);
+	if (n <= 0 || target[0] != '/')
+		return false;
+	target[n] = '\0';		/* argv[0] ends at its NUL */
+	snprintf(exe, elen, "%s", target);
+	return true;
+}
+
 /* Walk /proc for QEMU processes: rows for new ones, exited ones freed,
  * new binaries inspected (and attached when the family is active). */
 static void scan(struct virt_family *fam)
@@ -547,23 +579,18 @@ static void scan(struct virt_family *fam)
 		st->procs[i]->present = false;
 	st->scan_ok = false;
 	while ((de = readdir(d))) {
-		char exe[64], target[PATH_MAX];
+		char exe[PATH_MAX], target[PATH_MAX];
 		const char *base;
 		struct p_row *r;
 		struct q_bin *b;
 		struct stat sb;
-		ssize_t n;
 		char *end;
 		unsigned long pid = strtoul(de->d_name, &end, 10);
 
 		if (*end || !pid)
 			continue;
-		snprintf(exe, sizeof(exe), "/proc/%lu/exe", pid);
-		if ((n = readlink(exe, target, sizeof(target) - 1)) <= 0)
-			continue;	/* kernel threads; or no access */
-		target[n] = '\0';
-		if (n > 10 && strcmp(target + n - 10, " (deleted)") == 0)
-			target[n - 10] = '\0';
+		if (!exe_of(pid, exe, sizeof(exe), target, sizeof(target)))
+			continue;
 		base = strrchr(target, '/') ? strrchr(target, '/') + 1 : target;
 		if (!matches(match, base) || stat(exe, &sb) < 0)
 			continue;
