@@ -125,3 +125,57 @@ int BPF_PROG(empty_blk_task_entry)
 		v->a++;
 	return 0;
 }
+
+/* The virtio family's hooks (virtio_ring, a module: module BTF), empty:
+ * "vadd" = the four virtqueue_add_* (what bcc virtiostat probes), "vall" =
+ * every hook the family uses, with the program types it uses. */
+SEC("fexit/virtqueue_add_sgs")
+int BPF_PROG(empty_vadd_sgs) { return 0; }
+SEC("fexit/virtqueue_add_outbuf")
+int BPF_PROG(empty_vadd_outbuf) { return 0; }
+SEC("fexit/virtqueue_add_inbuf")
+int BPF_PROG(empty_vadd_inbuf) { return 0; }
+SEC("fexit/virtqueue_add_inbuf_ctx")
+int BPF_PROG(empty_vadd_inbuf_ctx) { return 0; }
+
+SEC("fexit/virtqueue_add_sgs")
+int BPF_PROG(empty_vall_add_sgs) { return 0; }
+SEC("fexit/virtqueue_add_outbuf")
+int BPF_PROG(empty_vall_add_outbuf) { return 0; }
+SEC("fexit/virtqueue_add_inbuf")
+int BPF_PROG(empty_vall_add_inbuf) { return 0; }
+SEC("fexit/virtqueue_add_inbuf_ctx")
+int BPF_PROG(empty_vall_add_inbuf_ctx) { return 0; }
+SEC("fexit/virtqueue_get_buf_ctx")
+int BPF_PROG(empty_vall_get_buf_ctx) { return 0; }
+SEC("fexit/virtqueue_get_buf")
+int BPF_PROG(empty_vall_get_buf) { return 0; }
+SEC("fexit/virtqueue_kick_prepare")
+int BPF_PROG(empty_vall_kick_prepare) { return 0; }
+SEC("fexit/virtqueue_notify")
+int BPF_PROG(empty_vall_notify) { return 0; }
+SEC("fexit/virtqueue_kick")
+int BPF_PROG(empty_vall_kick) { return 0; }
+SEC("fexit/vring_interrupt")
+int BPF_PROG(empty_vall_interrupt) { return 0; }
+SEC("fexit/virtqueue_detach_unused_buf")
+int BPF_PROG(empty_vall_detach) { return 0; }
+SEC("fentry/vring_del_virtqueue")
+int BPF_PROG(empty_vall_del) { return 0; }
+
+/* The vhost family's hooks for vhost-net (modules vhost, vhost_net),
+ * empty, with the program types the family uses. */
+SEC("fentry/vhost_poll_wakeup")
+int BPF_PROG(empty_vhost_wakeup) { return 0; }
+SEC("fexit/vhost_exceeds_weight")
+int BPF_PROG(empty_vhost_weight) { return 0; }
+SEC("fentry/vhost_dev_cleanup")
+int BPF_PROG(empty_vhost_cleanup) { return 0; }
+SEC("fentry/handle_tx_kick")
+int BPF_PROG(empty_vhost_tx) { return 0; }
+SEC("fexit/handle_tx_kick")
+int BPF_PROG(empty_vhost_tx_end) { return 0; }
+SEC("fentry/handle_rx_kick")
+int BPF_PROG(empty_vhost_rx) { return 0; }
+SEC("fexit/handle_rx_kick")
+int BPF_PROG(empty_vhost_rx_end) { return 0; }
