@@ -1,7 +1,7 @@
 #!/bin/bash
 # virtio family overhead, run inside the test VM with virtio-net (bench/run
 # virtio does that). Workload: udpflood N: N 64-byte UDP datagrams over
-# virtio-net to the host side of user networking (one virtqueue_add_outbuf
+# virtio-net to bench/run's sink on the host (one virtqueue_add_outbuf
 # per packet, plus the completions and kicks that go with it; virtio-blk
 # under TCG is too slow and noisy to resolve probe cost). For each
 # configuration, P pairs of runs alternate without/with it attached, in the
@@ -15,9 +15,10 @@ N=${BENCH_PACKETS:-100000} P=${BENCH_PAIRS:-5}
 export PATH=$b/bench:$PATH
 [ -e /sys/class/net/eth0 ] || { echo "virtio bench: no eth0 (run with --net)" >&2; exit 77; }
 work=$(mktemp -d)
-udpflood 20000 > /dev/null		# warm-up
+port=${BENCH_SINK_PORT:-5599}	# bench/run's udpsink.py on the host
+udpflood 20000 64 10.0.2.2 $port > /dev/null		# warm-up
 
-run_ns() { udpflood "$N" | awk '$1 == "run_ns" {print $2}'; }
+run_ns() { udpflood "$N" 64 10.0.2.2 $port | awk '$1 == "run_ns" {print $2}'; }
 
 pid=""
 wait_for()
@@ -74,7 +75,7 @@ for cfg in ${BENCH_CONFIGS:=empty_vadd empty_vall virt virt_counts virt_kprobe v
 	done
 	start_cfg $cfg || continue
 	sysctl -q -w kernel.bpf_stats_enabled=1
-	t0=$(prog_ns); udpflood "$N" > /dev/null; t1=$(prog_ns)
+	t0=$(prog_ns); udpflood "$N" 64 10.0.2.2 $port > /dev/null; t1=$(prog_ns)
 	sysctl -q -w kernel.bpf_stats_enabled=0
 	stop_cfg
 	echo $(( (t1 - t0) / N )) > $work/$cfg.prog
