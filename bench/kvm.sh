@@ -51,6 +51,6 @@ echo "wall: added ns per exit from paired runs (median, min..max); prog: ns per 
 printf '%-12s %10s %16s %7s %7s %8s %7s %7s\n' config "wall" "min..max" "/floor" "/bpftr" "prog" "/floor" "/bpftr"
 while read -r cfg med lo hi prog; do
 	printf '%-12s %10s %16s %7s %7s %8s %7s %7s\n' $cfg $med "$lo..$hi" \
-		$(ratio $med $floor) $(ratio $med $bt) $prog $(ratio $prog $pfloor) $(ratio $prog $pbt)
+		$(ratio $med "$floor") $(ratio $med "$bt") $prog $(ratio $prog "$pfloor") $(ratio $prog "$pbt")
 done < $work/summary
 rm -rf $work
