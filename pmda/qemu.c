@@ -525,7 +525,6 @@ static void proc_free(struct qemu_state *st, size_t i)
 	virt_row_retire(&r->txp);
 	virt_row_retire(&r->txb);
 	virt_row_retire(&r->txs);
-	free(r->rx.win);
 	free(r);
 	st->procs[i] = st->procs[--st->nprocs];
 }
@@ -830,7 +829,6 @@ static void read_vqs(struct qemu_state *st)
 		}
 		virt_percpu_sum((char *)st->vbulk.vals + (size_t)i * stride, VW, v->v);
 		v->seen = true;
-		v->row.v[0] = 1;
 		virt_row_expose(&v->row, true);
 	}
 }
