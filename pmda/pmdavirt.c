@@ -311,15 +311,42 @@ static void set_state(struct virt_family *fam, enum virt_state state)
 	fam->state = state;
 }
 
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Everything runs in the one thread that answers pmcd, and pmcd gives an
+ * agent 5 s (pmcd -t) before it drops it: say which step was slow. */
+#define VIRT_SLOW_MS 1000
+
+static void note_slow(const struct virt_family *fam, const char *what, uint64_t start)
+{
+	uint64_t ms = now_ms() - start;
+
+	if (ms >= VIRT_SLOW_MS)
+		pmNotifyErr(LOG_WARNING, "%s: %s took %llu ms", fam->name, what, (unsigned long long)ms);
+}
+
 static void try_attach(struct virt_family *fam)
 {
+	uint64_t start;
 	int rc;
 
 	if (!fam->mod || (fam->mod->ready && !fam->mod->ready(fam)))
 		return;
 	fam->attach_attempts++;
 	fam->reason[0] = '\0';
+	start = now_ms();
 	rc = fam->mod->attach(fam);
+	if (rc == VIRT_ATTACHED)
+		pmNotifyErr(LOG_INFO, "%s: attached in %llu ms", fam->name,
+			    (unsigned long long)(now_ms() - start));
+	else
+		note_slow(fam, "failed attach", start);
 	if (rc == VIRT_ATTACHED) {
 		set_state(fam, VIRT_ACTIVE);
 	} else {
@@ -342,10 +369,18 @@ static void poll_families(void)
 {
 	for (int i = 1; i < VIRT_NFAMILIES; i++) {
 		struct virt_family *fam = &families[i];
+		uint64_t start = now_ms();
+		bool ready;
 
 		if (fam->state == VIRT_UNAVAILABLE) {
 			try_attach(fam);
-		} else if (fam->state == VIRT_ACTIVE && fam->mod->ready && !fam->mod->ready(fam)) {
+			continue;
+		}
+		if (fam->state != VIRT_ACTIVE || !fam->mod->ready)
+			continue;
+		ready = fam->mod->ready(fam);
+		note_slow(fam, "readiness check", start);
+		if (!ready) {
 			/* e.g. the kernel module we probe was unloaded */
 			detach(fam);
 			if (!fam->reason[0])
@@ -361,12 +396,15 @@ static uint64_t refreshes;
 
 static void refresh_family(struct virt_family *fam)
 {
+	uint64_t start;
 	int rc;
 
 	if (fam->state != VIRT_ACTIVE || !fam->mod->refresh)
 		return;
 	refreshes++;
+	start = now_ms();
 	rc = fam->mod->refresh(fam);
+	note_slow(fam, "refresh", start);
 	if (rc < 0)
 		pmNotifyErr(LOG_WARNING, "%s: refresh failed: %s", fam->name, strerror(-rc));
 }
@@ -501,14 +539,6 @@ static void setup_module_indom(void)
 		module_insts[f - 1] = (pmdaInstid){ f, (char *)families[f].name };
 	indomtab[VIRT_I_MODULE].it_numinst = VIRT_NFAMILIES - 1;
 	indomtab[VIRT_I_MODULE].it_set = module_insts;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 #ifdef VIRT_SAN_LOG
