@@ -2,7 +2,9 @@
  * pmdavirt live page: polls pmproxy's REST API (/pmapi) and draws heatmaps
  * of the agent's log2 histograms and tables of per-queue rates. Plain JS,
  * no build step. Parameters (query string): pmproxy=<url> (default: this
- * host, port 44322), interval=<seconds> (default 2), span=<polls> (60).
+ * host, port 44322), interval=<seconds> (default 2), span=<polls> (60),
+ * snapshot (each heatmap's pixels as a PNG data URL in its canvas's
+ * data-png attribute: for tests that read the DOM, not a screenshot).
  *
  * Histogram instances are "<prefix>::<lo>-<hi>"; like grafana-pcp, the
  * bucket is read from what follows the first '-' (its upper bound).
@@ -13,6 +15,7 @@ const params = new URLSearchParams(location.search);
 const PMPROXY = (params.get('pmproxy') || `${location.protocol}//${location.hostname || 'localhost'}:44322`).replace(/\/$/, '');
 const INTERVAL = Math.max(0.5, Number(params.get('interval')) || 2);
 const SPAN = Math.max(5, Number(params.get('span')) || 60);
+const SNAPSHOT = params.has('snapshot');
 
 const HISTOGRAMS = [
   ['virt.kvm.exit.latency', 'KVM exit to entry (ns)'],
@@ -173,6 +176,8 @@ function drawHeatmap(metric, title) {
     });
   }
   canvas.dataset.cells = cells;
+  if (SNAPSHOT)
+    canvas.dataset.png = canvas.toDataURL('image/png');
   box.querySelector('.axis').textContent = rows.length
     ? `buckets up to ${rows[0]} … ${rows[rows.length - 1]}, peak ${max.toFixed(1)}/s`
     : 'no events yet';
