@@ -53,10 +53,8 @@ for cfg in ${BENCH_CONFIGS:=empty_raw empty_btf empty_tp virt virt_counts bpftra
 	measure $cfg $N
 done
 
-floor=$(awk '$1 == "empty_raw" {print $2}' $work/summary)
-bt=$(awk '$1 == "bpftrace" {print $2}' $work/summary)
-pfloor=$(awk '$1 == "empty_raw" {print $5}' $work/summary)
-pbt=$(awk '$1 == "bpftrace" {print $5}' $work/summary)
+floor=$(col empty_raw 2) bt=$(col bpftrace 2)
+pfloor=$(col empty_raw 5) pbt=$(col bpftrace 5)
 echo "kvm family overhead: $N cpuid exits per run, $P pairs per configuration, $(nproc) vCPU TCG VM"
 echo "wall: added ns per exit from paired runs (median, min..max); prog: ns per exit inside BPF programs (bpf_stats)"
 printf '%-12s %10s %16s %7s %7s %8s %7s %7s\n' config "wall" "min..max" "/floor" "/bpftr" "prog" "/floor" "/bpftr"

@@ -342,14 +342,12 @@ static void try_attach(struct virt_family *fam)
 	fam->reason[0] = '\0';
 	start = now_ms();
 	rc = fam->mod->attach(fam);
-	if (rc == VIRT_ATTACHED)
+	if (rc == VIRT_ATTACHED) {
 		pmNotifyErr(LOG_INFO, "%s: attached in %llu ms", fam->name,
 			    (unsigned long long)(now_ms() - start));
-	else
-		note_slow(fam, "failed attach", start);
-	if (rc == VIRT_ATTACHED) {
 		set_state(fam, VIRT_ACTIVE);
 	} else {
+		note_slow(fam, "failed attach", start);
 		if (!fam->reason[0])
 			virt_set_reason(fam, "attach failed: %s", strerror(rc < 0 ? -rc : EAGAIN));
 		set_state(fam, VIRT_UNAVAILABLE);
@@ -369,7 +367,7 @@ static void poll_families(void)
 {
 	for (int i = 1; i < VIRT_NFAMILIES; i++) {
 		struct virt_family *fam = &families[i];
-		uint64_t start = now_ms();
+		uint64_t start;
 		bool ready;
 
 		if (fam->state == VIRT_UNAVAILABLE) {
@@ -378,6 +376,7 @@ static void poll_families(void)
 		}
 		if (fam->state != VIRT_ACTIVE || !fam->mod->ready)
 			continue;
+		start = now_ms();
 		ready = fam->mod->ready(fam);
 		note_slow(fam, "readiness check", start);
 		if (!ready) {
