@@ -39,17 +39,31 @@ const volatile bool latency = true;
 #define IRQ_HANDLED_RET	1
 /* a bool return lives in %al only: the rest of the register is junk */
 #define RET_BOOL(rax)	(((rax) & 0xff) != 0)
+/* A typed struct virtqueue * argument as a number: the verifier refuses
+ * arithmetic (the slot hash) on a BTF pointer loaded from the context;
+ * bpf_get_func_arg() is inlined and hands over a scalar. */
+#define VQ_ARG(ctx)	({ __u64 __vq = 0; bpf_get_func_arg(ctx, 0, &__vq); __vq; })
 
+/* log2 of the number of slots in "queues" (set by the agent) */
+const volatile __u32 slot_bits = 10;
+
+/* One slot per virtqueue, shared by all CPUs: the operations that count
+ * into it (add, get_buf, kick_prepare/kick, detach) are serialised per
+ * queue by the driver (virtio_ring's API contract); those that are not
+ * (virtqueue_notify: virtio-blk calls it outside its lock; vring_interrupt)
+ * add atomically. An array lookup is inlined by the verifier
+ * (array_map_gen_lookup): no helper call per event. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 256);
-	__type(key, __u64);
-	__type(value, struct virtio_stats);
-} stats SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1 << 10);
+	__type(key, __u32);
+	__type(value, struct virtio_slot);
+} queues SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 256);
+	__uint(max_entries, 1024);
 	__type(key, __u64);
 	__type(value, struct virtio_vq_info);
 } info SEC(".maps");
@@ -73,24 +87,10 @@ struct {
 	__type(value, __u64);
 } drops SEC(".maps");
 
-/* Per-CPU pairing state. */
-struct cpu_state {
-	__u64 prepared;		/* vq whose kick_prepare said "notify", or 0 */
-	__u64 last_vq;		/* last get_buf_ctx: nested in get_buf? */
-	__u64 last_tok;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct cpu_state);
-} cpu SEC(".maps");
-
-static const struct virtio_stats zero_stats;
-
 /* --------------------------------------------------------------- queues */
 
+/* Names, read once per queue when it takes a slot. Overwrites: a new
+ * queue may get the address of one that died. */
 static __always_inline void read_info(__u64 vq)
 {
 	struct virtqueue *q = (struct virtqueue *)vq;
@@ -98,8 +98,6 @@ static __always_inline void read_info(__u64 vq)
 	struct device_driver *drv;
 	const char *p;
 
-	if (bpf_map_lookup_elem(&info, &vq))
-		return;
 	p = BPF_CORE_READ(q, name);
 	if (p)
 		bpf_probe_read_kernel_str(vi.name, sizeof(vi.name), p);
@@ -112,22 +110,73 @@ static __always_inline void read_info(__u64 vq)
 		if (p)
 			bpf_probe_read_kernel_str(vi.driver, sizeof(vi.driver), p);
 	}
-	bpf_map_update_elem(&info, &vq, &vi, BPF_NOEXIST);
+	bpf_map_update_elem(&info, &vq, &vi, BPF_ANY);
 }
 
-/* The queue's per-CPU counters; names are read on first sight. */
-static __always_inline struct virtio_stats *queue(__u64 vq)
+/* First slot a queue's probe looks at (Fibonacci hashing of the address). */
+static __always_inline __u32 home_slot(__u64 vq)
 {
-	struct virtio_stats *s = bpf_map_lookup_elem(&stats, &vq);
+	return (__u32)((vq * 0x9E3779B97F4A7C15ULL) >> (64 - slot_bits));
+}
 
-	if (s)
-		return s;
+static __always_inline struct virtio_slot *claimed(struct virtio_slot *s, __u64 vq)
+{
 	read_info(vq);
-	bpf_map_update_elem(&stats, &vq, &zero_stats, BPF_NOEXIST);
-	s = bpf_map_lookup_elem(&stats, &vq);
-	if (!s)
-		VIRT_DROP(drops, VIRTIO_DROP_QUEUE);
+	s->ready = 1;
 	return s;
+}
+
+/* The queue's slot. Probing stops at the first never-used slot, which a
+ * new queue takes (create) with a compare-and-swap (two CPUs seeing a
+ * queue first at once both end up in the one that won); freed slots are
+ * reused only when the window has no never-used slot. A slot whose queue
+ * died is skipped: a new queue at the same address gets a slot of its own. */
+static __always_inline struct virtio_slot *lookup_queue(__u64 vq, bool create)
+{
+	__u32 mask = (1U << slot_bits) - 1;
+	__u32 home = home_slot(vq);
+	struct virtio_slot *freed = NULL;
+	__u64 owner;
+
+	for (__u32 i = 0; i < VIRTIO_PROBE; i++) {
+		__u32 k = (home + i) & mask;
+		struct virtio_slot *s = bpf_map_lookup_elem(&queues, &k);
+
+		if (!s)
+			break;
+		owner = s->vq;
+		if (owner == vq && !s->s.dead)
+			return s;
+		if (owner == 0) {
+			if (!create)
+				return NULL;
+			owner = __sync_val_compare_and_swap(&s->vq, 0, vq);
+			if (owner == 0)
+				return claimed(s, vq);
+			if (owner == vq)
+				return s;
+		} else if (owner == VIRTIO_SLOT_FREED && !freed) {
+			freed = s;
+		}
+	}
+	if (!create)
+		return NULL;
+	if (freed) {
+		owner = __sync_val_compare_and_swap(&freed->vq, VIRTIO_SLOT_FREED, vq);
+		if (owner == VIRTIO_SLOT_FREED)
+			return claimed(freed, vq);
+		if (owner == vq)
+			return freed;
+	}
+	VIRT_DROP(drops, VIRTIO_DROP_QUEUE);
+	return NULL;
+}
+
+/* A queue that counts something takes a slot; one that only polls (an
+ * empty get_buf, a kick_prepare saying "no notify") is not an instance. */
+static __always_inline struct virtio_slot *queue(__u64 vq)
+{
+	return lookup_queue(vq, true);
 }
 
 /* ----------------------------------------------------- scatterlist walk */
@@ -206,6 +255,8 @@ static long walk_step(__u32 i, void *ctx)
 	return 0;
 }
 
+#define WALK_INLINE	4
+
 /* Count one add_* call: sgs as virtiostat counts them (the out/in list
  * counts: 1 for add_outbuf/add_inbuf), bytes over the whole lists. */
 static __always_inline void record_sgs(struct virtio_stats *s, __u64 sgs, __u64 first,
@@ -225,7 +276,12 @@ static __always_inline void record_sgs(struct virtio_stats *s, __u64 sgs, __u64 
 	} else {
 		w.sg = first;
 	}
-	bpf_loop(VIRTIO_WALK_MAX, walk_step, &w, 0);
+	/* the first steps in line: most adds (a packet, a block request's
+	 * header) end within them, without bpf_loop's helper call */
+	for (__u32 i = 0; i < WALK_INLINE && !w.done; i++)
+		walk_step(i, &w);
+	if (!w.done)
+		bpf_loop(VIRTIO_WALK_MAX - WALK_INLINE, walk_step, &w, 0);
 	s->bytes_out += w.bytes_out;
 	s->bytes_in += w.bytes_in;
 	if (!w.done)
@@ -263,25 +319,22 @@ static __always_inline void record_add(struct virtio_stats *s, __u64 vq, __u64 d
 static __always_inline void add_call(__u64 vq, __u64 sgs, __u64 first, __u32 out, __u32 in,
 				     __u64 data, int ret)
 {
-	struct virtio_stats *s = queue(vq);
+	struct virtio_slot *q = queue(vq);
 
-	if (!s)
+	if (!q)
 		return;
-	record_sgs(s, sgs, first, out, in);
-	record_add(s, vq, data, ret);
+	record_sgs(&q->s, sgs, first, out, in);
+	record_add(&q->s, vq, data, ret);
 }
 
 /* A buffer came back (completed = true) or was reclaimed unused. */
-static __always_inline void settle(__u64 vq, __u64 tok, bool completed)
+static __always_inline void settle(struct virtio_slot *q, __u64 vq, __u64 tok, bool completed)
 {
 	struct virtio_token key = { vq, tok };
-	struct virtio_stats *s = queue(vq);
 	__u64 *ts;
 
-	if (!s)
-		return;
 	if (completed)
-		s->completions++;
+		q->s.completions++;
 	if (!latency)
 		return;
 	ts = bpf_map_lookup_elem(&inflight, &key);
@@ -291,90 +344,98 @@ static __always_inline void settle(__u64 vq, __u64 tok, bool completed)
 		__u32 b = virt_log2_bucket(bpf_ktime_get_ns() - *ts);
 
 		if (b < VIRT_HIST_BUCKETS)
-			s->hist[b]++;
+			q->s.hist[b]++;
 	}
-	s->settled++;
+	q->s.settled++;
 	bpf_map_delete_elem(&inflight, &key);
-}
-
-static __always_inline struct cpu_state *cpu_state(void)
-{
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&cpu, &zero);
 }
 
 static __always_inline void on_get_buf_ctx(__u64 vq, __u64 ret)
 {
-	struct cpu_state *c = cpu_state();
+	struct virtio_slot *q;
 
-	if (c) {
-		c->last_vq = vq;
-		c->last_tok = ret;
-	}
-	if (ret)
-		settle(vq, ret, true);
+	if (!ret || !(q = queue(vq)))
+		return;
+	q->last_tok = ret;
+	settle(q, vq, ret, true);
 }
 
-/* virtqueue_get_buf: on kernels where it calls virtqueue_get_buf_ctx (not
- * inlined), that call was counted already. */
+/* virtqueue_get_buf: on kernels where it calls virtqueue_get_buf_ctx out
+ * of line (Debian's 6.1 jumps to virtqueue_get_buf_ctx_split/_packed
+ * instead), that call was counted already. */
 static __always_inline void on_get_buf(__u64 vq, __u64 ret)
 {
-	struct cpu_state *c = cpu_state();
-	bool nested = false;
+	struct virtio_slot *q;
+	bool nested;
 
-	if (c) {
-		nested = ret && c->last_vq == vq && c->last_tok == ret;
-		c->last_vq = 0;
-		c->last_tok = 0;
-	}
-	if (ret && !nested)
-		settle(vq, ret, true);
+	if (!ret || !(q = queue(vq)))
+		return;
+	nested = q->last_tok == ret;
+	q->last_tok = 0;
+	if (!nested)
+		settle(q, vq, ret, true);
 }
 
+static __always_inline void on_detach(__u64 vq, __u64 ret)
+{
+	struct virtio_slot *q;
+
+	if (ret && (q = queue(vq)))
+		settle(q, vq, ret, false);
+}
+
+/* prepared = the CPU (+ 1) whose kick_prepare said "notify": virtio-blk
+ * calls virtqueue_notify outside its lock, so another CPU's notify may run
+ * between this CPU's kick_prepare and kick, and must not take its kick. */
 static __always_inline void on_kick_prepare(__u64 vq, bool ret)
 {
-	struct cpu_state *c = cpu_state();
+	struct virtio_slot *q = lookup_queue(vq, ret);
 
-	if (c)
-		c->prepared = ret ? vq : 0;
+	if (q)
+		q->prepared = ret ? bpf_get_smp_processor_id() + 1 : 0;
 }
 
 /* virtqueue_notify: a notification went out if it returned true. */
 static __always_inline void on_notify(__u64 vq, bool ret)
 {
-	struct cpu_state *c = cpu_state();
-	struct virtio_stats *s;
+	struct virtio_slot *q = lookup_queue(vq, ret);
+	__u64 me;
 
-	if (c)
-		c->prepared = 0;
-	if (ret && (s = queue(vq)))
-		s->kicks++;
+	if (!q)
+		return;
+	if (q->prepared) {
+		me = bpf_get_smp_processor_id() + 1;
+		__sync_val_compare_and_swap(&q->prepared, me, 0);
+	}
+	if (ret)
+		__sync_fetch_and_add(&q->s.kicks, 1);
 }
 
-/* virtqueue_kick = kick_prepare + (inlined) notify: it notified if
- * kick_prepare said so and it returned true. If the kernel calls
- * virtqueue_notify out of line, that hook counted it and cleared prepared. */
+/* virtqueue_kick = kick_prepare + notify (inlined in Debian's 6.1): it
+ * notified if kick_prepare said so and it returned true. Where the kernel
+ * calls virtqueue_notify out of line, that hook counted the kick and
+ * cleared prepared. */
 static __always_inline void on_kick(__u64 vq, bool ret)
 {
-	struct cpu_state *c = cpu_state();
-	struct virtio_stats *s;
-	bool sent;
+	struct virtio_slot *q = lookup_queue(vq, false);
+	__u64 me;
 
-	if (!c)
+	if (!q || !q->prepared)
 		return;
-	sent = ret && c->prepared == vq;
-	c->prepared = 0;
-	if (sent && (s = queue(vq)))
-		s->kicks++;
+	me = bpf_get_smp_processor_id() + 1;
+	if (__sync_val_compare_and_swap(&q->prepared, me, 0) == me && ret)
+		__sync_fetch_and_add(&q->s.kicks, 1);
 }
 
+/* vring_interrupt: one IRQ is never handled on two CPUs at once, but the
+ * queue's other operations run meanwhile on other CPUs (other words of the
+ * slot: no lost update). */
 static __always_inline void on_interrupt(__u64 vq, int ret)
 {
-	struct virtio_stats *s;
+	struct virtio_slot *q;
 
-	if (ret == IRQ_HANDLED_RET && (s = queue(vq)))
-		s->interrupts++;
+	if (ret == IRQ_HANDLED_RET && (q = queue(vq)))
+		q->s.interrupts++;
 }
 
 static long purge_one(struct bpf_map *map, struct virtio_token *key, __u64 *val, void *ctx)
@@ -384,14 +445,23 @@ static long purge_one(struct bpf_map *map, struct virtio_token *key, __u64 *val,
 	return 0;
 }
 
-/* The queue is being freed: mark it for the agent (which folds and
- * deletes its entries) and drop its in-flight records. */
+/* The queue is being freed: mark its slot (every slot it holds, were two
+ * CPUs ever to claim two) for the agent, which folds and frees it, and
+ * drop its in-flight records. */
 static __always_inline void on_del(__u64 vq)
 {
-	struct virtio_stats *s = bpf_map_lookup_elem(&stats, &vq);
+	__u32 mask = (1U << slot_bits) - 1;
+	__u32 home = home_slot(vq);
 
-	if (s)
-		s->dead = 1;
+	for (__u32 i = 0; i < VIRTIO_PROBE; i++) {
+		__u32 k = (home + i) & mask;
+		struct virtio_slot *s = bpf_map_lookup_elem(&queues, &k);
+
+		if (!s || s->vq == 0)
+			break;
+		if (s->vq == vq)
+			s->s.dead = 1;
+	}
 	if (latency)
 		bpf_for_each_map_elem(&inflight, purge_one, &vq, 0);
 }
@@ -408,7 +478,7 @@ int BPF_PROG(virt_virtio_fentry_add_sgs, struct virtqueue *vq, void *sgs_unused,
 	__u64 sgs = 0;
 
 	bpf_get_func_arg(ctx, 1, &sgs);
-	add_call((__u64)vq, sgs, 0, out_sgs, in_sgs, (__u64)data, ret);
+	add_call(VQ_ARG(ctx), sgs, 0, out_sgs, in_sgs, (__u64)data, ret);
 	return 0;
 }
 
@@ -416,7 +486,7 @@ SEC("fexit/virtqueue_add_outbuf")
 int BPF_PROG(virt_virtio_fentry_add_outbuf, struct virtqueue *vq, struct scatterlist *sg,
 	     unsigned int num, void *data, gfp_t gfp, int ret)
 {
-	add_call((__u64)vq, 0, (__u64)sg, 1, 0, (__u64)data, ret);
+	add_call(VQ_ARG(ctx), 0, (__u64)sg, 1, 0, (__u64)data, ret);
 	return 0;
 }
 
@@ -424,7 +494,7 @@ SEC("fexit/virtqueue_add_inbuf")
 int BPF_PROG(virt_virtio_fentry_add_inbuf, struct virtqueue *vq, struct scatterlist *sg,
 	     unsigned int num, void *data, gfp_t gfp, int ret)
 {
-	add_call((__u64)vq, 0, (__u64)sg, 0, 1, (__u64)data, ret);
+	add_call(VQ_ARG(ctx), 0, (__u64)sg, 0, 1, (__u64)data, ret);
 	return 0;
 }
 
@@ -432,7 +502,7 @@ SEC("fexit/virtqueue_add_inbuf_ctx")
 int BPF_PROG(virt_virtio_fentry_add_inbuf_ctx, struct virtqueue *vq, struct scatterlist *sg,
 	     unsigned int num, void *data, void *ctx_, gfp_t gfp, int ret)
 {
-	add_call((__u64)vq, 0, (__u64)sg, 0, 1, (__u64)data, ret);
+	add_call(VQ_ARG(ctx), 0, (__u64)sg, 0, 1, (__u64)data, ret);
 	return 0;
 }
 
@@ -440,35 +510,35 @@ SEC("fexit/virtqueue_get_buf_ctx")
 int BPF_PROG(virt_virtio_fentry_get_buf_ctx, struct virtqueue *vq, unsigned int *len,
 	     void **ctx_, void *ret)
 {
-	on_get_buf_ctx((__u64)vq, (__u64)ret);
+	on_get_buf_ctx(VQ_ARG(ctx), (__u64)ret);
 	return 0;
 }
 
 SEC("fexit/virtqueue_get_buf")
 int BPF_PROG(virt_virtio_fentry_get_buf, struct virtqueue *vq, unsigned int *len, void *ret)
 {
-	on_get_buf((__u64)vq, (__u64)ret);
+	on_get_buf(VQ_ARG(ctx), (__u64)ret);
 	return 0;
 }
 
 SEC("fexit/virtqueue_kick_prepare")
 int BPF_PROG(virt_virtio_fentry_kick_prepare, struct virtqueue *vq, __u64 ret)
 {
-	on_kick_prepare((__u64)vq, RET_BOOL(ret));
+	on_kick_prepare(VQ_ARG(ctx), RET_BOOL(ret));
 	return 0;
 }
 
 SEC("fexit/virtqueue_notify")
 int BPF_PROG(virt_virtio_fentry_notify, struct virtqueue *vq, __u64 ret)
 {
-	on_notify((__u64)vq, RET_BOOL(ret));
+	on_notify(VQ_ARG(ctx), RET_BOOL(ret));
 	return 0;
 }
 
 SEC("fexit/virtqueue_kick")
 int BPF_PROG(virt_virtio_fentry_kick, struct virtqueue *vq, __u64 ret)
 {
-	on_kick((__u64)vq, RET_BOOL(ret));
+	on_kick(VQ_ARG(ctx), RET_BOOL(ret));
 	return 0;
 }
 
@@ -482,15 +552,14 @@ int BPF_PROG(virt_virtio_fentry_interrupt, int irq, void *vq, int ret)
 SEC("fexit/virtqueue_detach_unused_buf")
 int BPF_PROG(virt_virtio_fentry_detach_unused, struct virtqueue *vq, void *ret)
 {
-	if (ret)
-		settle((__u64)vq, (__u64)ret, false);
+	on_detach(VQ_ARG(ctx), (__u64)ret);
 	return 0;
 }
 
 SEC("fentry/vring_del_virtqueue")
 int BPF_PROG(virt_virtio_fentry_del, struct virtqueue *vq)
 {
-	on_del((__u64)vq);
+	on_del(VQ_ARG(ctx));
 	return 0;
 }
 
@@ -577,23 +646,23 @@ static __always_inline bool pop(__u32 fn, __u64 *vq, __u64 *data)
 static __always_inline void add_entry(__u64 vq, __u64 sgs, __u64 first, __u32 out, __u32 in,
 				      __u64 data)
 {
-	struct virtio_stats *s = queue(vq);
+	struct virtio_slot *q = queue(vq);
 
-	if (s)
-		record_sgs(s, sgs, first, out, in);
+	if (q)
+		record_sgs(&q->s, sgs, first, out, in);
 	push(FN_ADD, vq, data);
 }
 
 static __always_inline void add_return(int ret)
 {
-	struct virtio_stats *s;
+	struct virtio_slot *q;
 	__u64 vq, data;
 
 	if (!pop(FN_ADD, &vq, &data))
 		return;
-	s = queue(vq);
-	if (s)
-		record_add(s, vq, data, ret);
+	q = queue(vq);
+	if (q)
+		record_add(&q->s, vq, data, ret);
 }
 
 SEC("kprobe/virtqueue_add_sgs")
@@ -658,12 +727,6 @@ int virt_virtio_kprobe_##what##_ret(struct pt_regs *ctx)			\
 	return 0;								\
 }
 
-static __always_inline void detach_handler(__u64 vq, __u64 ret)
-{
-	if (ret)
-		settle(vq, ret, false);
-}
-
 static __always_inline void kick_prepare_handler(__u64 vq, __u64 ret)
 {
 	on_kick_prepare(vq, RET_BOOL(ret));
@@ -690,7 +753,7 @@ PAIR(kick_prepare, virtqueue_kick_prepare, FN_KICK_PREPARE, PT_REGS_PARM1, kick_
 PAIR(notify, virtqueue_notify, FN_NOTIFY, PT_REGS_PARM1, notify_handler)
 PAIR(kick, virtqueue_kick, FN_KICK, PT_REGS_PARM1, kick_handler)
 PAIR(interrupt, vring_interrupt, FN_INTERRUPT, PT_REGS_PARM2, interrupt_handler)
-PAIR(detach_unused, virtqueue_detach_unused_buf, FN_DETACH, PT_REGS_PARM1, detach_handler)
+PAIR(detach_unused, virtqueue_detach_unused_buf, FN_DETACH, PT_REGS_PARM1, on_detach)
 
 SEC("kprobe/vring_del_virtqueue")
 int BPF_KPROBE(virt_virtio_kprobe_del, struct virtqueue *vq)

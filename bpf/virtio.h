@@ -13,8 +13,7 @@
 /* Nesting depth of kprobe'd calls per CPU (kprobe variant only). */
 #define VIRTIO_STASH_DEPTH	8
 
-/* Per virtqueue (key: struct virtqueue *), per CPU; all u64 words so the
- * user side sums per-CPU copies word by word. */
+/* Per virtqueue; all u64 words (the user side folds them word by word). */
 struct virtio_stats {
 	__u64 sgs_out;		/* scatterlists handed to add_* as out (bcc virtiostat) */
 	__u64 sgs_in;		/* ... as in */
@@ -32,6 +31,21 @@ struct virtio_stats {
 	__u64 hist[VIRT_HIST_BUCKETS];	/* add->completion ns, log2 */
 };
 
+/* A queue's slot in the "queues" array: probing starts at the slot its
+ * address hashes to and looks at VIRTIO_PROBE slots. vq: 0 = never used
+ * (a probe stops there), VIRTIO_SLOT_FREED = given back by the agent after
+ * the queue died (reusable, a probe goes on), else the owner's
+ * struct virtqueue *. The agent reads the array in place (mmap). */
+#define VIRTIO_SLOT_FREED	1
+#define VIRTIO_PROBE		8
+struct virtio_slot {
+	__u64 vq;
+	__u64 ready;		/* the owner's names are in "info" */
+	__u64 prepared;		/* the last kick_prepare said "notify" */
+	__u64 last_tok;		/* the last get_buf_ctx's token: nested in get_buf? */
+	struct virtio_stats s;
+};
+
 /* Names read once per queue (first sight) through CO-RE. */
 struct virtio_vq_info {
 	char driver[VIRTIO_NAME_LEN];	/* vq->vdev->dev.driver->name */
@@ -46,7 +60,7 @@ struct virtio_token {
 };
 
 enum virtio_drop {
-	VIRTIO_DROP_QUEUE,	/* stats map full (max_queues) */
+	VIRTIO_DROP_QUEUE,	/* no free slot for a queue (max_queues) */
 	VIRTIO_DROP_INFLIGHT,	/* inflight map full (max_inflight): add not timed */
 	VIRTIO_DROP_STASH,	/* kprobe variant: entry/return pairing lost */
 	VIRTIO_DROPS

@@ -9,7 +9,10 @@
  * by itself when it is loaded after the agent started.
  *
  * Queue identity is the kernel's struct virtqueue pointer; the BPF side
- * reads the names on first sight. Instances are "<virtio device>/<vq name>"
+ * gives each queue a slot of its "queues" array on first sight (and reads
+ * its names), and the agent reads that array in place (mmap): no bpf()
+ * call per refresh for the counters. A dead queue's slot is folded into
+ * its row and given back here. Instances are "<virtio device>/<vq name>"
  * (e.g. virtio2/req.0). Rows are kept by name: a queue deleted and
  * re-created under the same name (driver unbound and bound again) continues
  * the same counters. Instance rule: a queue is in the instance domain from
@@ -29,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -38,8 +42,8 @@ enum virtio_opt { OPT_LATENCY, OPT_MAX_QUEUES, OPT_MAX_INFLIGHT, NOPTS };
 static const struct virt_option virtio_options[NOPTS] = {
 	[OPT_LATENCY] = { "latency", VIRT_OPT_BOOL, 0, 0, "true",
 		"add->completion latency histograms and inflight; false = counts only (cheaper)" },
-	[OPT_MAX_QUEUES] = { "max_queues", VIRT_OPT_UINT, 4, 65536, "1024",
-		"virtqueues tracked; more are counted as dropped" },
+	[OPT_MAX_QUEUES] = { "max_queues", VIRT_OPT_UINT, 2, 65536, "1024",
+		"slots for virtqueues (rounded up to a power of two); a queue finding none free is counted as dropped" },
 	[OPT_MAX_INFLIGHT] = { "max_inflight", VIRT_OPT_UINT, 64, 1u << 22, "16384",
 		"buffers in flight timed at once (all queues); more are counted as dropped" },
 };
@@ -62,11 +66,12 @@ struct vq_row {
 	unsigned int live;		/* live pointers in the latest refresh */
 };
 
-/* A struct virtqueue * seen in the stats map. */
+/* A slot of the queues array and the struct virtqueue * holding it. */
 struct vq_ptr {
 	uint64_t vq;
+	size_t slot;
 	struct vq_row *row;
-	uint64_t last[SW];		/* per-CPU sum at the latest refresh */
+	uint64_t last[SW];		/* the slot's counters at the latest refresh */
 	bool seen;
 };
 
@@ -77,6 +82,8 @@ struct virtio_state {
 	struct vq_ptr *ptrs;
 	size_t nptrs, capptrs;
 	struct virt_bulk bulk;		/* bulk-read buffers */
+	struct virtio_slot *slots;	/* the queues map, mmap'ed */
+	size_t nslots, slots_len;
 };
 
 /* ------------------------------------------------------------- ready */
@@ -127,16 +134,20 @@ static int try_variant(struct virt_family *fam, const char *variant, char *why, 
 	struct virtio_state *st = fam->priv;
 	bool latency = fam->opts[OPT_LATENCY].b;
 	struct virtio_bpf *skel = virtio_bpf__open();
-	unsigned int n;
+	unsigned int n, bits = 1;
+	void *mem;
 	int err;
 
 	if (!skel) {
 		snprintf(why, len, "open: %s", strerror(errno));
 		return -1;
 	}
+	while ((1UL << bits) < fam->opts[OPT_MAX_QUEUES].u)
+		bits++;
 	skel->rodata->latency = latency;
-	bpf_map__set_max_entries(skel->maps.stats, (__u32)fam->opts[OPT_MAX_QUEUES].u);
-	bpf_map__set_max_entries(skel->maps.info, (__u32)fam->opts[OPT_MAX_QUEUES].u);
+	skel->rodata->slot_bits = bits;
+	bpf_map__set_max_entries(skel->maps.queues, 1U << bits);
+	bpf_map__set_max_entries(skel->maps.info, 1U << bits);
 	bpf_map__set_max_entries(skel->maps.inflight,
 				 latency ? (__u32)fam->opts[OPT_MAX_INFLIGHT].u : 1);
 	n = virt_autoload_variant(skel->obj, "virtio", variant);
@@ -152,6 +163,16 @@ static int try_variant(struct virt_family *fam, const char *variant, char *why, 
 		virtio_bpf__destroy(skel);
 		return -1;
 	}
+	st->slots_len = (size_t)bpf_map__value_size(skel->maps.queues) << bits;
+	mem = mmap(NULL, st->slots_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   bpf_map__fd(skel->maps.queues), 0);
+	if (mem == MAP_FAILED) {
+		snprintf(why, len, "mmap queues: %s", strerror(errno));
+		virtio_bpf__destroy(skel);
+		return -1;
+	}
+	st->slots = mem;
+	st->nslots = 1UL << bits;
 	st->skel = skel;
 	fam->programs = n;
 	return 0;
@@ -172,14 +193,10 @@ static const struct virt_method virtio_methods[] = {
 	{ "kprobe", try_kprobe },
 };
 
-static int alloc_buffers(struct virtio_state *st, struct virt_family *fam)
+/* for the drops counters (the queues are read in place) */
+static int alloc_buffers(struct virtio_state *st)
 {
-	size_t max = fam->opts[OPT_MAX_QUEUES].u;
-
-	if (max < VIRTIO_DROPS)
-		max = VIRTIO_DROPS;
-	return virt_bulk_alloc(&st->bulk, max, sizeof(struct virtio_token),
-			       sizeof(struct virtio_stats));
+	return virt_bulk_alloc(&st->bulk, VIRTIO_DROPS, sizeof(__u32), sizeof(__u64));
 }
 
 static int virtio_attach(struct virt_family *fam)
@@ -190,7 +207,7 @@ static int virtio_attach(struct virt_family *fam)
 		st = calloc(1, sizeof(*st));
 		if (!st)
 			return -ENOMEM;
-		if (alloc_buffers(st, fam) < 0) {
+		if (alloc_buffers(st) < 0) {
 			free(st);
 			return -ENOMEM;
 		}
@@ -219,6 +236,10 @@ static void virtio_detach(struct virt_family *fam)
 
 	if (!st)
 		return;
+	if (st->slots)
+		munmap(st->slots, st->slots_len);
+	st->slots = NULL;
+	st->nslots = 0;
 	virtio_bpf__destroy(st->skel);
 	st->skel = NULL;
 	for (size_t i = 0; i < st->nptrs; i++)
@@ -284,7 +305,7 @@ static struct vq_row *row_by_name(struct virtio_state *st, const char *name)
 
 /* First sight of a pointer: its names from the info map (one lookup per
  * new queue, not per refresh). */
-static struct vq_ptr *ptr_add(struct virtio_state *st, uint64_t vq)
+static struct vq_ptr *ptr_add(struct virtio_state *st, size_t slot, uint64_t vq)
 {
 	struct virtio_vq_info vi;
 	char dev[VIRTIO_NAME_LEN], q[VIRTIO_NAME_LEN], name[VIRT_NAME_MAX];
@@ -317,29 +338,53 @@ static struct vq_ptr *ptr_add(struct virtio_state *st, uint64_t vq)
 	p = &st->ptrs[st->nptrs++];
 	memset(p, 0, sizeof(*p));
 	p->vq = vq;
+	p->slot = slot;
 	p->row = r;
 	return p;
 }
 
-static struct vq_ptr *ptr_find(struct virtio_state *st, uint64_t vq)
+static struct vq_ptr *ptr_find(struct virtio_state *st, size_t slot, uint64_t vq)
 {
 	for (size_t i = 0; i < st->nptrs; i++)
-		if (st->ptrs[i].vq == vq)
+		if (st->ptrs[i].slot == slot && st->ptrs[i].vq == vq)
 			return &st->ptrs[i];
 	return NULL;
 }
 
-/* A dead (or vanished) pointer: fold it into its row, forget it and its
- * map entries. */
+/* A dead queue's slot: fold it into its row and give the slot back (the
+ * BPF side skips a dead slot, so nothing writes it meanwhile): counters
+ * zeroed first, then the owner. Its names go too, unless the address has
+ * a slot again (a new queue where the dead one was). */
 static void ptr_bury(struct virtio_state *st, size_t i)
 {
 	struct vq_ptr *p = &st->ptrs[i];
+	struct virtio_slot *s = &st->slots[p->slot];
+	bool reused = false;
 
 	fold(p);
-	virt_bpf_syscalls += 2;
-	bpf_map_delete_elem(bpf_map__fd(st->skel->maps.stats), &p->vq);
-	bpf_map_delete_elem(bpf_map__fd(st->skel->maps.info), &p->vq);
+	if (__atomic_load_n(&s->vq, __ATOMIC_ACQUIRE) == p->vq) {
+		memset(&s->s, 0, sizeof(s->s));
+		s->ready = s->prepared = s->last_tok = 0;
+		__atomic_store_n(&s->vq, VIRTIO_SLOT_FREED, __ATOMIC_RELEASE);
+	}
+	for (size_t j = 0; j < st->nptrs; j++)
+		if (j != i && st->ptrs[j].vq == p->vq)
+			reused = true;
+	if (!reused) {
+		virt_bpf_syscalls++;
+		bpf_map_delete_elem(bpf_map__fd(st->skel->maps.info), &p->vq);
+	}
 	st->ptrs[i] = st->ptrs[--st->nptrs];
+}
+
+/* The slot's counters, word by word (each an aligned 8-byte load: the BPF
+ * side may be adding to them). */
+static void read_slot(const struct virtio_slot *s, uint64_t *out)
+{
+	const uint64_t *w = (const uint64_t *)&s->s;
+
+	for (size_t i = 0; i < SW; i++)
+		out[i] = __atomic_load_n(&w[i], __ATOMIC_RELAXED);
 }
 
 /* ----------------------------------------------------------- refresh */
@@ -348,22 +393,20 @@ static void ptr_bury(struct virtio_state *st, size_t i)
 static int virtio_refresh(struct virt_family *fam)
 {
 	struct virtio_state *st = fam->priv;
-	struct bpf_map *map = st->skel->maps.stats;
-	size_t stride = sizeof(struct virtio_stats) * (size_t)virt_ncpus();
-	int got = virt_map_dump(bpf_map__fd(map), st->bulk.keys, sizeof(__u64), st->bulk.vals, stride,
-				bpf_map__max_entries(map));
 
-	if (got < 0)
-		return got;
 	for (size_t i = 0; i < st->nptrs; i++)
 		st->ptrs[i].seen = false;
-	for (int i = 0; i < got; i++) {
-		uint64_t vq = ((uint64_t *)st->bulk.keys)[i];
-		struct vq_ptr *p = ptr_find(st, vq);
+	for (size_t k = 0; k < st->nslots; k++) {
+		struct virtio_slot *s = &st->slots[k];
+		uint64_t vq = __atomic_load_n(&s->vq, __ATOMIC_ACQUIRE);
+		struct vq_ptr *p;
 
-		if (!p && !(p = ptr_add(st, vq)))
+		/* a slot being claimed shows once its names are in "info" */
+		if (vq <= VIRTIO_SLOT_FREED || !__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE))
 			continue;
-		virt_percpu_sum((char *)st->bulk.vals + (size_t)i * stride, SW, p->last);
+		if (!(p = ptr_find(st, k, vq)) && !(p = ptr_add(st, k, vq)))
+			continue;
+		read_slot(s, p->last);
 		p->seen = true;
 	}
 	/* queues deleted since the last refresh leave (after their last counts
