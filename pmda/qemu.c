@@ -488,6 +488,9 @@ static struct p_row *proc_of(struct qemu_state *st, uint32_t pid, bool create)
 	virt_row_init(&r->txp, PM_INDOM_NULL, virt_indom(VIRT_I_QEMU_TXP_HIST), name);
 	virt_row_init(&r->txb, PM_INDOM_NULL, virt_indom(VIRT_I_QEMU_TXB_HIST), name);
 	virt_row_init(&r->txs, PM_INDOM_NULL, virt_indom(VIRT_I_QEMU_TXS_HIST), name);
+	/* no _pNN metrics for these: no percentile windows (~3.3 KB each) */
+	r->rx.no_percentiles = r->txp.no_percentiles = true;
+	r->txb.no_percentiles = r->txs.no_percentiles = true;
 	st->procs[st->nprocs++] = r;
 	return r;
 }

@@ -47,7 +47,7 @@ void virt_row_set(struct virt_row *r, const uint64_t *v, unsigned int nv,
 		return;
 	for (unsigned int b = 0; b < VIRT_HIST_BUCKETS; b++)
 		r->hist[b] = r->hbase[b] + hist[b];
-	if (r->hindom == PM_INDOM_NULL)
+	if (r->hindom == PM_INDOM_NULL || r->no_percentiles)
 		return;
 	if (!r->win) {
 		static const uint64_t none[VIRT_HIST_BUCKETS];

@@ -37,6 +37,7 @@ struct virt_row {
 	uint64_t base[VIRT_ROW_WORDS];
 	uint64_t hbase[VIRT_HIST_BUCKETS];
 	bool live;			/* seen in the latest refresh */
+	bool no_percentiles;		/* the family exports none for this row */
 	struct virt_hist_window *win;	/* for percentiles; NULL until needed */
 };
 
