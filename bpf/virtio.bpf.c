@@ -121,6 +121,7 @@ static __always_inline __u32 home_slot(__u64 vq)
 
 static __always_inline struct virtio_slot *claimed(struct virtio_slot *s, __u64 vq)
 {
+	s->s.dead = 0;		/* a freed slot keeps its old queue's mark */
 	read_info(vq);
 	s->ready = 1;
 	return s;

@@ -351,10 +351,12 @@ static struct vq_ptr *ptr_find(struct virtio_state *st, size_t slot, uint64_t vq
 	return NULL;
 }
 
-/* A dead queue's slot: fold it into its row and give the slot back (the
- * BPF side skips a dead slot, so nothing writes it meanwhile): counters
- * zeroed first, then the owner. Its names go too, unless the address has
- * a slot again (a new queue where the dead one was). */
+/* A dead queue's slot: fold it into its row and give the slot back. The
+ * BPF side skips a slot marked dead, so nothing writes it meanwhile: its
+ * counters are zeroed first, all but the mark, then the owner word says
+ * "freed" (the queue that claims it next clears the mark). Its names go
+ * too, unless the address has a slot again (a new queue where the dead
+ * one was). */
 static void ptr_bury(struct virtio_state *st, size_t i)
 {
 	struct vq_ptr *p = &st->ptrs[i];
@@ -362,8 +364,12 @@ static void ptr_bury(struct virtio_state *st, size_t i)
 	bool reused = false;
 
 	fold(p);
-	if (__atomic_load_n(&s->vq, __ATOMIC_ACQUIRE) == p->vq) {
-		memset(&s->s, 0, sizeof(s->s));
+	if (__atomic_load_n(&s->vq, __ATOMIC_ACQUIRE) == p->vq && p->last[W(dead)]) {
+		uint64_t *w = (uint64_t *)&s->s;
+
+		for (size_t k = 0; k < SW; k++)
+			if (k != W(dead))
+				__atomic_store_n(&w[k], 0, __ATOMIC_RELAXED);
 		s->ready = s->prepared = s->last_tok = 0;
 		__atomic_store_n(&s->vq, VIRTIO_SLOT_FREED, __ATOMIC_RELEASE);
 	}
