@@ -387,6 +387,7 @@ static void poll_families(void)
 			set_state(fam, VIRT_UNAVAILABLE);
 		}
 	}
+	virt_btf_targets_release();
 }
 
 /* ----------------------------------------------------------------- fetch */
@@ -672,7 +673,7 @@ int main(int argc, char **argv)
 {
 	pmdaInterface dispatch;
 	static char helpfile[MAXPATHLEN], defconf[MAXPATHLEN], defmods[MAXPATHLEN];
-	int c, dump = 0, sep = pmPathSeparator();
+	int c, err, dump = 0, sep = pmPathSeparator();
 
 	pmSetProgname(argv[0]);
 	pmsprintf(helpfile, sizeof(helpfile), "%s%c" "virt" "%c" "help",
@@ -719,6 +720,9 @@ int main(int argc, char **argv)
 
 	pmdaOpenLog(&dispatch);
 	libbpf_set_print(libbpf_log);
+	if ((err = virt_btf_targets_register()) < 0)
+		pmNotifyErr(LOG_WARNING, "fentry/fexit/tp_btf handlers not registered (%s): libbpf finds attach targets itself",
+			    strerror(-err));
 	load_modules();
 	load_config();
 	drop_privileges();

@@ -120,6 +120,12 @@ struct virt_method {
 int virt_attach_chain(struct virt_family *fam, const struct virt_method *m,
 		      unsigned int n);
 
+/* fentry, fexit and tp_btf targets from one index of kernel BTF names
+ * (pmda/btftargets.c): register once before any BPF object is opened;
+ * release after each attach pass. */
+int virt_btf_targets_register(void);
+void virt_btf_targets_release(void);
+
 /* Variants of a family's programs live in one BPF object, named
  * virt_<family>_<variant>_<what> (e.g. virt_virtio_fentry_add_sgs and
  * virt_virtio_kprobe_add_sgs). Before load, enable only one variant's
