@@ -119,6 +119,14 @@ static __always_inline __u32 home_slot(__u64 vq)
 	return (__u32)((vq * 0x9E3779B97F4A7C15ULL) >> (64 - slot_bits));
 }
 
+/* The i-th slot of a queue's probe window (the mask keeps it in the array). */
+static __always_inline struct virtio_slot *probe_slot(__u64 vq, __u32 i)
+{
+	__u32 k = (home_slot(vq) + i) & ((1U << slot_bits) - 1);
+
+	return bpf_map_lookup_elem(&queues, &k);
+}
+
 static __always_inline struct virtio_slot *claimed(struct virtio_slot *s, __u64 vq)
 {
 	s->s.dead = 0;		/* a freed slot keeps its old queue's mark */
@@ -134,14 +142,11 @@ static __always_inline struct virtio_slot *claimed(struct virtio_slot *s, __u64 
  * died is skipped: a new queue at the same address gets a slot of its own. */
 static __always_inline struct virtio_slot *lookup_queue(__u64 vq, bool create)
 {
-	__u32 mask = (1U << slot_bits) - 1;
-	__u32 home = home_slot(vq);
 	struct virtio_slot *freed = NULL;
 	__u64 owner;
 
 	for (__u32 i = 0; i < VIRTIO_PROBE; i++) {
-		__u32 k = (home + i) & mask;
-		struct virtio_slot *s = bpf_map_lookup_elem(&queues, &k);
+		struct virtio_slot *s = probe_slot(vq, i);
 
 		if (!s)
 			break;
@@ -451,12 +456,8 @@ static long purge_one(struct bpf_map *map, struct virtio_token *key, __u64 *val,
  * drop its in-flight records. */
 static __always_inline void on_del(__u64 vq)
 {
-	__u32 mask = (1U << slot_bits) - 1;
-	__u32 home = home_slot(vq);
-
 	for (__u32 i = 0; i < VIRTIO_PROBE; i++) {
-		__u32 k = (home + i) & mask;
-		struct virtio_slot *s = bpf_map_lookup_elem(&queues, &k);
+		struct virtio_slot *s = probe_slot(vq, i);
 
 		if (!s || s->vq == 0)
 			break;

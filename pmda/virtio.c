@@ -66,21 +66,19 @@ struct vq_row {
 	unsigned int live;		/* live pointers in the latest refresh */
 };
 
-/* A slot of the queues array and the struct virtqueue * holding it. */
+/* What the agent knows of a slot of the queues array: the struct
+ * virtqueue * holding it (0: none). */
 struct vq_ptr {
 	uint64_t vq;
-	size_t slot;
 	struct vq_row *row;
 	uint64_t last[SW];		/* the slot's counters at the latest refresh */
-	bool seen;
 };
 
 struct virtio_state {
 	struct virtio_bpf *skel;
 	struct vq_row **rows;
 	size_t nrows, caprows;
-	struct vq_ptr *ptrs;
-	size_t nptrs, capptrs;
+	struct vq_ptr *ptrs;		/* one per slot */
 	struct virt_bulk bulk;		/* bulk-read buffers */
 	struct virtio_slot *slots;	/* the queues map, mmap'ed */
 	size_t nslots, slots_len;
@@ -171,6 +169,12 @@ static int try_variant(struct virt_family *fam, const char *variant, char *why, 
 		virtio_bpf__destroy(skel);
 		return -1;
 	}
+	if (!(st->ptrs = calloc(1UL << bits, sizeof(*st->ptrs)))) {
+		snprintf(why, len, "out of memory");
+		munmap(mem, st->slots_len);
+		virtio_bpf__destroy(skel);
+		return -1;
+	}
 	st->slots = mem;
 	st->nslots = 1UL << bits;
 	st->skel = skel;
@@ -236,15 +240,17 @@ static void virtio_detach(struct virt_family *fam)
 
 	if (!st)
 		return;
+	for (size_t k = 0; k < st->nslots; k++)
+		if (st->ptrs[k].vq)
+			fold(&st->ptrs[k]);
+	free(st->ptrs);
+	st->ptrs = NULL;
 	if (st->slots)
 		munmap(st->slots, st->slots_len);
 	st->slots = NULL;
 	st->nslots = 0;
 	virtio_bpf__destroy(st->skel);
 	st->skel = NULL;
-	for (size_t i = 0; i < st->nptrs; i++)
-		fold(&st->ptrs[i]);
-	st->nptrs = 0;
 	for (size_t i = 0; i < st->nrows; i++) {
 		memcpy(st->rows[i]->sum, st->rows[i]->base, sizeof(st->rows[i]->sum));
 		st->rows[i]->inflight = 0;
@@ -326,29 +332,11 @@ static struct vq_ptr *ptr_add(struct virtio_state *st, size_t slot, uint64_t vq)
 	if (vi.driver[0])
 		virt_sanitize(r->driver, sizeof(r->driver), vi.driver);
 	snprintf(r->vdev, sizeof(r->vdev), "%s", dev);
-	if (st->nptrs == st->capptrs) {
-		size_t cap = st->capptrs ? st->capptrs * 2 : 16;
-		struct vq_ptr *v = realloc(st->ptrs, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		st->ptrs = v;
-		st->capptrs = cap;
-	}
-	p = &st->ptrs[st->nptrs++];
+	p = &st->ptrs[slot];
 	memset(p, 0, sizeof(*p));
 	p->vq = vq;
-	p->slot = slot;
 	p->row = r;
 	return p;
-}
-
-static struct vq_ptr *ptr_find(struct virtio_state *st, size_t slot, uint64_t vq)
-{
-	for (size_t i = 0; i < st->nptrs; i++)
-		if (st->ptrs[i].slot == slot && st->ptrs[i].vq == vq)
-			return &st->ptrs[i];
-	return NULL;
 }
 
 /* A dead queue's slot: fold it into its row and give the slot back. The
@@ -357,10 +345,10 @@ static struct vq_ptr *ptr_find(struct virtio_state *st, size_t slot, uint64_t vq
  * "freed" (the queue that claims it next clears the mark). Its names go
  * too, unless the address has a slot again (a new queue where the dead
  * one was). */
-static void ptr_bury(struct virtio_state *st, size_t i)
+static void ptr_bury(struct virtio_state *st, size_t slot)
 {
-	struct vq_ptr *p = &st->ptrs[i];
-	struct virtio_slot *s = &st->slots[p->slot];
+	struct vq_ptr *p = &st->ptrs[slot];
+	struct virtio_slot *s = &st->slots[slot];
 	bool reused = false;
 
 	fold(p);
@@ -373,14 +361,14 @@ static void ptr_bury(struct virtio_state *st, size_t i)
 		s->ready = s->prepared = s->last_tok = 0;
 		__atomic_store_n(&s->vq, VIRTIO_SLOT_FREED, __ATOMIC_RELEASE);
 	}
-	for (size_t j = 0; j < st->nptrs; j++)
-		if (j != i && st->ptrs[j].vq == p->vq)
+	for (size_t k = 0; k < st->nslots; k++)
+		if (k != slot && st->ptrs[k].vq == p->vq)
 			reused = true;
 	if (!reused) {
 		virt_bpf_syscalls++;
 		bpf_map_delete_elem(bpf_map__fd(st->skel->maps.info), &p->vq);
 	}
-	st->ptrs[i] = st->ptrs[--st->nptrs];
+	memset(p, 0, sizeof(*p));
 }
 
 /* The slot's counters, word by word (each an aligned 8-byte load: the BPF
@@ -400,28 +388,25 @@ static int virtio_refresh(struct virt_family *fam)
 {
 	struct virtio_state *st = fam->priv;
 
-	for (size_t i = 0; i < st->nptrs; i++)
-		st->ptrs[i].seen = false;
 	for (size_t k = 0; k < st->nslots; k++) {
 		struct virtio_slot *s = &st->slots[k];
 		uint64_t vq = __atomic_load_n(&s->vq, __ATOMIC_ACQUIRE);
-		struct vq_ptr *p;
+		struct vq_ptr *p = &st->ptrs[k];
 
 		/* a slot being claimed shows once its names are in "info" */
 		if (vq <= VIRTIO_SLOT_FREED || !__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE))
 			continue;
-		if (!(p = ptr_find(st, k, vq)) && !(p = ptr_add(st, k, vq)))
+		/* only the agent frees a slot, so p->vq is vq or 0 */
+		if (p->vq != vq && !ptr_add(st, k, vq))
 			continue;
 		read_slot(s, p->last);
-		p->seen = true;
 	}
 	/* queues deleted since the last refresh leave (after their last counts
-	 * went into the row) */
-	for (size_t i = 0; i < st->nptrs;)
-		if (!st->ptrs[i].seen || st->ptrs[i].last[W(dead)])
-			ptr_bury(st, i);
-		else
-			i++;
+	 * went into the row); all slots are read first, so a new queue at a
+	 * dead one's address keeps the names */
+	for (size_t k = 0; k < st->nslots; k++)
+		if (st->ptrs[k].vq && st->ptrs[k].last[W(dead)])
+			ptr_bury(st, k);
 	for (size_t i = 0; i < st->nrows; i++) {
 		struct vq_row *r = st->rows[i];
 
@@ -429,10 +414,14 @@ static int virtio_refresh(struct virt_family *fam)
 		r->inflight = 0;
 		r->live = 0;
 	}
-	for (size_t i = 0; i < st->nptrs; i++) {
-		struct vq_ptr *p = &st->ptrs[i];
+	for (size_t k = 0; k < st->nslots; k++) {
+		struct vq_ptr *p = &st->ptrs[k];
 		struct vq_row *r = p->row;
-		uint64_t open = p->last[W(adds)] - p->last[W(untracked)];
+		uint64_t open;
+
+		if (!p->vq)
+			continue;
+		open = p->last[W(adds)] - p->last[W(untracked)];
 
 		for (size_t w = 0; w < SW; w++)
 			r->sum[w] += p->last[w];
