@@ -20,9 +20,9 @@
 /* What each kept capability is for (Linux 6.1):
  *   CAP_BPF, CAP_PERFMON   load tracing programs, create maps, attach
  *                          tp_btf/fentry links and kprobe perf events
- *   CAP_SYS_ADMIN          BPF_BTF_GET_NEXT_ID / BPF_BTF_GET_FD_BY_ID, which
- *                          libbpf needs for module BTF (kvm_amd, virtio_ring,
- *                          vhost: CO-RE relocations and fentry targets)
+ *   CAP_SYS_ADMIN          BPF_BTF_GET_NEXT_ID / BPF_BTF_GET_FD_BY_ID for
+ *                          module BTF (kvm_amd, virtio_ring, vhost): libbpf's
+ *                          CO-RE relocations, our attach targets (btftargets.c)
  *   CAP_SYSLOG             real addresses in /proc/kallsyms (vhost handler
  *                          names; kallsyms_show_value())
  *   CAP_SYS_RESOURCE       RLIMIT_MEMLOCK for BPF maps on kernels without
