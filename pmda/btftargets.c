@@ -114,8 +114,9 @@ static int add_types(const struct btf *btf, uint32_t first, uint16_t obj)
 	return 0;
 }
 
-/* One kernel module's BTF (what libbpf's load_module_btfs() keeps): 1 added,
- * 0 skipped (not a module's, or gone meanwhile), -errno. */
+/* One kernel module's BTF (what libbpf's load_module_btfs() keeps) into
+ * the index; a BTF object that is not a module's, or is gone meanwhile, is
+ * skipped. 0 or -errno. */
 static int add_module(uint32_t id)
 {
 	struct bpf_btf_info info;
