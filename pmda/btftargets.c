@@ -23,7 +23,6 @@
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define TRACE_PREFIX "btf_trace_"
@@ -152,14 +151,6 @@ static int add_module(uint32_t id)
 	return add_types(m->btf, btf__type_cnt(ix.vmlinux), (uint16_t)ix.nmods);
 }
 
-static uint64_t now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 static int index_all(void)
 {
 	uint32_t id = 0;
@@ -181,7 +172,7 @@ static int index_all(void)
 
 static int build(void)
 {
-	uint64_t t0 = now_us();
+	uint64_t t0 = virt_mono_ns();
 	int err;
 
 	ix.built = true;
@@ -190,7 +181,7 @@ static int build(void)
 		pmNotifyErr(LOG_WARNING, "attach targets: no kernel BTF index: %s", strerror(-err));
 	else
 		pmNotifyErr(LOG_INFO, "attach targets: %zu names of vmlinux and %zu modules indexed in %llu ms%s%s",
-			    ix.n, ix.nmods, (unsigned long long)(now_us() - t0) / 1000,
+			    ix.n, ix.nmods, (unsigned long long)(virt_mono_ns() - t0) / 1000000,
 			    ix.mod_err ? "; module BTF: " : "", ix.mod_err ? strerror(-ix.mod_err) : "");
 	return err;
 }

@@ -60,7 +60,7 @@ bool virt_ksym_exists(const char *name)
 	return found;
 }
 
-static uint64_t now_ns(void)
+uint64_t virt_mono_ns(void)
 {
 	struct timespec ts;
 
@@ -72,7 +72,7 @@ int virt_attach_chain(struct virt_family *fam, const struct virt_method *m,
 		      unsigned int n)
 {
 	char why[VIRT_REASON_MAX], all[VIRT_REASON_MAX] = "";
-	uint64_t start = now_ns();
+	uint64_t start = virt_mono_ns();
 
 	for (unsigned int i = 0; i < n; i++) {
 		if (fam->want_method[0] && strcmp(fam->want_method, m[i].name) != 0)
@@ -80,7 +80,7 @@ int virt_attach_chain(struct virt_family *fam, const struct virt_method *m,
 		why[0] = '\0';
 		if (m[i].try(fam, why, sizeof(why)) == 0) {
 			snprintf(fam->method, sizeof(fam->method), "%s", m[i].name);
-			fam->attach_ns = now_ns() - start;
+			fam->attach_ns = virt_mono_ns() - start;
 			return 0;
 		}
 		pmNotifyErr(LOG_INFO, "%s: %s attach failed: %s", fam->name, m[i].name, why);

@@ -313,10 +313,7 @@ static void set_state(struct virt_family *fam, enum virt_state state)
 
 static uint64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return virt_mono_ns() / 1000000;
 }
 
 /* Everything runs in the one thread that answers pmcd, and pmcd gives an

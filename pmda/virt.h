@@ -109,6 +109,7 @@ bool virt_kmod_present(const char *name);	/* /sys/module/<name> */
 bool virt_kmod_btf(const char *name);		/* /sys/kernel/btf/<name> */
 bool virt_tracepoint_exists(const char *system, const char *event);
 bool virt_ksym_exists(const char *name);	/* /proc/kallsyms, slow: attach only */
+uint64_t virt_mono_ns(void);			/* CLOCK_MONOTONIC */
 
 /* Attach strategy: try each method in order until one attaches. try()
  * returns 0 when attached; otherwise it fills why. On success fam->method is
