@@ -76,24 +76,38 @@ bool virt_hist_percentile(const uint64_t *delta, unsigned int p, uint64_t *out)
 	return false;
 }
 
-bool virt_window_percentile(const struct virt_hist_window *w, uint64_t now_ms,
-			    uint64_t window_ms, const uint64_t *hist, unsigned int p,
-			    uint64_t *out)
+const uint64_t *virt_window_base(const struct virt_hist_window *w, uint64_t now_ms,
+				 uint64_t window_ms, bool *full)
 {
-	uint64_t delta[VIRT_HIST_BUCKETS];
 	const uint64_t *base = NULL;
 
-	if (!w || !w->n)
-		return false;
+	*full = false;
+	if (!w)
+		return NULL;
 	/* walk newest to oldest; keep the newest one at least a window old,
 	 * else end on the oldest */
 	for (unsigned int i = 1; i <= w->n; i++) {
 		unsigned int s = (w->head + VIRT_WIN_SLOTS - i) % VIRT_WIN_SLOTS;
 
 		base = w->h[s];
-		if (now_ms - w->t_ms[s] >= window_ms)
+		if (now_ms - w->t_ms[s] >= window_ms) {
+			*full = true;
 			break;
+		}
 	}
+	return base;
+}
+
+bool virt_window_percentile(const struct virt_hist_window *w, uint64_t now_ms,
+			    uint64_t window_ms, const uint64_t *hist, unsigned int p,
+			    uint64_t *out)
+{
+	uint64_t delta[VIRT_HIST_BUCKETS];
+	bool full;
+	const uint64_t *base = virt_window_base(w, now_ms, window_ms, &full);
+
+	if (!base)
+		return false;
 	for (unsigned int b = 0; b < VIRT_HIST_BUCKETS; b++)
 		delta[b] = hist[b] >= base[b] ? hist[b] - base[b] : 0;
 	return virt_hist_percentile(delta, p, out);

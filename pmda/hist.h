@@ -64,6 +64,11 @@ void virt_window_push(struct virt_hist_window *w, uint64_t now_ms, uint64_t wind
  * false if delta is empty. */
 bool virt_hist_percentile(const uint64_t *delta, unsigned int p, uint64_t *out);
 
+/* The snapshot a window's deltas are taken from: the newest one at least
+ * window_ms old (*full = true), else the oldest; NULL if none. */
+const uint64_t *virt_window_base(const struct virt_hist_window *w, uint64_t now_ms,
+				 uint64_t window_ms, bool *full);
+
 /* The p-th percentile of what hist gained over the last window_ms; false
  * if nothing was counted in that window (no value is better than 0 here). */
 bool virt_window_percentile(const struct virt_hist_window *w, uint64_t now_ms,

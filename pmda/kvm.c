@@ -220,7 +220,7 @@ static struct virt_row *keyed_add(struct keyed_rows *t, uint64_t key, pmInDom in
 /* Rare (a VMM process gone): remove and rebuild the index. */
 static void keyed_remove(struct keyed_rows *t, size_t i)
 {
-	virt_row_retire(&t->v[i]->row);
+	virt_row_release(&t->v[i]->row);
 	free(t->v[i]);
 	t->v[i] = t->v[--t->n];
 	keyed_reindex(t);		/* same size: cannot fail */

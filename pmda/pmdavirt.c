@@ -17,6 +17,7 @@
 #include <bpf/libbpf.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -391,6 +392,20 @@ static void poll_families(void)
 
 static uint64_t refreshes;
 
+/* Percentile windows of rows gone idle are freed (3.3 KB each): once a
+ * megabyte of them is, hand the pages back to the system, which glibc
+ * does not do by itself for freed chunks below allocations still in use. */
+static void give_back_windows(void)
+{
+	static size_t freed;
+
+	freed += virt_rows_freed();
+	if (freed >= 1 << 20) {
+		malloc_trim(0);
+		freed = 0;
+	}
+}
+
 static void refresh_family(struct virt_family *fam)
 {
 	uint64_t start;
@@ -404,6 +419,7 @@ static void refresh_family(struct virt_family *fam)
 	note_slow(fam, "refresh", start);
 	if (rc < 0)
 		pmNotifyErr(LOG_WARNING, "%s: refresh failed: %s", fam->name, strerror(-rc));
+	give_back_windows();
 }
 
 static int virt_fetch(int numpmid, pmID *pmidlist, pmResult **resp, pmdaExt *pmda)

@@ -497,7 +497,7 @@ static struct p_row *proc_of(struct qemu_state *st, uint32_t pid, bool create)
 
 static void vq_free(struct qemu_state *st, size_t i)
 {
-	virt_row_retire(&st->vqs[i]->row);
+	virt_row_release(&st->vqs[i]->row);
 	free(st->vqs[i]);
 	st->vqs[i] = st->vqs[--st->nvqs];
 }
@@ -524,10 +524,10 @@ static void proc_free(struct qemu_state *st, size_t i)
 		virt_bpf_syscalls++;
 		bpf_map_delete_elem(bpf_map__fd(st->skel->maps.procs), &k);
 	}
-	virt_row_retire(&r->rx);
-	virt_row_retire(&r->txp);
-	virt_row_retire(&r->txb);
-	virt_row_retire(&r->txs);
+	virt_row_release(&r->rx);
+	virt_row_release(&r->txp);
+	virt_row_release(&r->txb);
+	virt_row_release(&r->txs);
 	free(r);
 	st->procs[i] = st->procs[--st->nprocs];
 }

@@ -2,9 +2,9 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static uint64_t window_ms = 10000;
+static size_t windows_freed;
 
 void virt_rows_set_window(uint64_t ms)
 {
@@ -18,10 +18,22 @@ uint64_t virt_rows_window(void)
 
 static uint64_t mono_ms(void)
 {
-	struct timespec ts;
+	return virt_mono_ns() / 1000000;
+}
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+static uint64_t (*clock_ms)(void) = mono_ms;
+
+void virt_rows_set_clock(uint64_t (*now_ms)(void))
+{
+	clock_ms = now_ms ? now_ms : mono_ms;
+}
+
+size_t virt_rows_freed(void)
+{
+	size_t n = windows_freed;
+
+	windows_freed = 0;
+	return n;
 }
 
 void virt_row_init(struct virt_row *r, pmInDom indom, pmInDom hindom,
@@ -32,42 +44,75 @@ void virt_row_init(struct virt_row *r, pmInDom indom, pmInDom hindom,
 	r->indom = indom;
 	r->hindom = hindom;
 	r->inst = -1;
-	for (unsigned int b = 0; b < VIRT_HIST_BUCKETS; b++) {
-		r->hinst[b] = -1;
-		r->ref[b] = (struct virt_bucket_ref){ r, b };
+}
+
+static void free_window(struct virt_row *r)
+{
+	if (!r->win)
+		return;
+	free(r->win);
+	r->win = NULL;
+	windows_freed += sizeof(struct virt_hist_window);
+}
+
+/* Nothing counted in the last window, for certain: the snapshot that
+ * percentiles take deltas from is a whole window old and holds what the
+ * histogram holds now. */
+static bool window_idle(const struct virt_row *r, uint64_t now)
+{
+	bool full;
+	const uint64_t *base = virt_window_base(r->win, now, window_ms, &full);
+
+	return base && full && memcmp(base, r->hist, sizeof(r->hist)) == 0;
+}
+
+/* A window is kept only while the histogram changes: an idle row's
+ * percentiles have no value, so its window is freed, and made again at the
+ * next change with what the row held before it (zeros for a new row) as
+ * the baseline. The change happened since the last refresh, so it belongs
+ * to the current window: the baseline is dated one period back, which
+ * also keeps the next snapshot from being "too soon". */
+static void update_window(struct virt_row *r, const uint64_t *before, bool changed)
+{
+	uint64_t now = clock_ms(), period = window_ms / VIRT_WIN_PERIODS;
+
+	if (r->win && !changed && window_idle(r, now)) {
+		free_window(r);
+		return;
 	}
+	if (!r->win) {
+		if (!changed || !(r->win = calloc(1, sizeof(*r->win))))
+			return;		/* idle, or no percentiles for this row */
+		virt_window_push(r->win, now > period ? now - period : 0, window_ms, before);
+	}
+	virt_window_push(r->win, now, window_ms, r->hist);
 }
 
 void virt_row_set(struct virt_row *r, const uint64_t *v, unsigned int nv,
 		  const uint64_t *hist)
 {
+	uint64_t before[VIRT_HIST_BUCKETS];
+	bool changed = false;
+
 	for (unsigned int w = 0; w < nv && w < VIRT_ROW_WORDS; w++)
 		r->v[w] = r->base[w] + v[w];
 	if (!hist)
 		return;
-	for (unsigned int b = 0; b < VIRT_HIST_BUCKETS; b++)
-		r->hist[b] = r->hbase[b] + hist[b];
+	memcpy(before, r->hist, sizeof(before));
+	for (unsigned int b = 0; b < VIRT_HIST_BUCKETS; b++) {
+		r->hist[b] = (r->hbase ? r->hbase[b] : 0) + hist[b];
+		changed |= r->hist[b] != before[b];
+	}
 	if (r->hindom == PM_INDOM_NULL || r->no_percentiles)
 		return;
-	if (!r->win) {
-		static const uint64_t none[VIRT_HIST_BUCKETS];
-
-		if (!(r->win = calloc(1, sizeof(*r->win))))
-			return;		/* no percentiles for this row */
-		/* a row is usually born with counts in it (a queue first seen
-		 * after its first kicks): they happened since the last refresh,
-		 * so they belong to the current window, not to the baseline */
-		virt_window_push(r->win, mono_ms(), window_ms, none);
-		r->win->t_ms[0] -= window_ms / VIRT_WIN_PERIODS;	/* next push is not "too soon" */
-	}
-	virt_window_push(r->win, mono_ms(), window_ms, r->hist);
+	update_window(r, before, changed);
 }
 
 int virt_row_percentile(const struct virt_row *r, unsigned int p, pmAtomValue *atom)
 {
 	uint64_t v;
 
-	if (!virt_window_percentile(r->win, mono_ms(), window_ms, r->hist, p, &v))
+	if (!virt_window_percentile(r->win, clock_ms(), window_ms, r->hist, p, &v))
 		return PMDA_FETCH_NOVALUES;
 	atom->ull = v;
 	return PMDA_FETCH_STATIC;
@@ -76,7 +121,11 @@ int virt_row_percentile(const struct virt_row *r, unsigned int p, pmAtomValue *a
 void virt_row_rebase(struct virt_row *r)
 {
 	memcpy(r->base, r->v, sizeof(r->base));
-	memcpy(r->hbase, r->hist, sizeof(r->hbase));
+	if (!r->hbase && !(r->hbase = malloc(sizeof(r->hist)))) {
+		pmNotifyErr(LOG_ERR, "%s: out of memory: its histogram restarts from 0", r->name);
+		return;
+	}
+	memcpy(r->hbase, r->hist, sizeof(r->hist));
 }
 
 void virt_row_expose(struct virt_row *r, bool always)
@@ -91,10 +140,14 @@ void virt_row_expose(struct virt_row *r, bool always)
 	if (r->hindom == PM_INDOM_NULL)
 		return;
 	for (unsigned int b = 0; b < VIRT_HIST_BUCKETS; b++) {
-		if (r->hinst[b] >= 0 || !r->hist[b])
+		int inst;
+
+		if ((r->exposed >> b & 1) || !r->hist[b])
 			continue;
 		virt_bucket_name(name, sizeof(name), r->name, b);
-		r->hinst[b] = pmdaCacheStore(r->hindom, PMDA_CACHE_ADD, name, &r->ref[b]);
+		inst = pmdaCacheStore(r->hindom, PMDA_CACHE_ADD, name, &r->hist[b]);
+		if (inst >= 0)
+			r->exposed |= (uint64_t)1 << b;	/* else: again next refresh */
 	}
 }
 
@@ -105,17 +158,21 @@ void virt_row_retire(struct virt_row *r)
 	if (r->inst >= 0)
 		pmdaCacheStore(r->indom, PMDA_CACHE_CULL, r->name, NULL);
 	r->inst = -1;
-	free(r->win);
-	r->win = NULL;
-	if (r->hindom == PM_INDOM_NULL)
-		return;
+	free_window(r);
 	for (unsigned int b = 0; b < VIRT_HIST_BUCKETS; b++) {
-		if (r->hinst[b] < 0)
+		if (!(r->exposed >> b & 1))
 			continue;
 		virt_bucket_name(name, sizeof(name), r->name, b);
 		pmdaCacheStore(r->hindom, PMDA_CACHE_CULL, name, NULL);
-		r->hinst[b] = -1;
 	}
+	r->exposed = 0;
+}
+
+void virt_row_release(struct virt_row *r)
+{
+	virt_row_retire(r);
+	free(r->hbase);
+	r->hbase = NULL;
 }
 
 struct virt_row *virt_row_of(pmInDom indom, unsigned int inst)
@@ -127,7 +184,7 @@ struct virt_row *virt_row_of(pmInDom indom, unsigned int inst)
 	return priv;
 }
 
-struct virt_bucket_ref *virt_bucket_of_inst(pmInDom hindom, unsigned int inst)
+const uint64_t *virt_bucket_of_inst(pmInDom hindom, unsigned int inst)
 {
 	void *priv = NULL;
 
@@ -140,11 +197,11 @@ int virt_row_fetch(enum virt_indom_id indom, int word, unsigned int inst,
 		   pmAtomValue *atom)
 {
 	if (word == VIRT_ROW_HIST) {
-		struct virt_bucket_ref *ref = virt_bucket_of_inst(virt_indom(indom), inst);
+		const uint64_t *count = virt_bucket_of_inst(virt_indom(indom), inst);
 
-		if (!ref)
+		if (!count)
 			return PM_ERR_INST;
-		atom->ull = ref->row->hist[ref->bucket];
+		atom->ull = *count;
 		return PMDA_FETCH_STATIC;
 	} else {
 		struct virt_row *r = virt_row_of(virt_indom(indom), inst);

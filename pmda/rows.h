@@ -16,34 +16,41 @@
 
 #define VIRT_ROW_WORDS 4
 #define VIRT_NAME_MAX 128
+_Static_assert(VIRT_HIST_BUCKETS <= 64, "virt_row.exposed has a bit per bucket");
 
-struct virt_row;
-
-struct virt_bucket_ref {
-	struct virt_row *row;
-	unsigned int bucket;
-};
-
+/*
+ * Memory per row matters: the kvm family can hold 10 000 hypercall rows.
+ * Bucket instances point at their count in hist[] (rows never move), the
+ * base of a re-attach is allocated only when one happens, and a window is
+ * kept only while the row's histogram changes (see virt_row_set).
+ */
 struct virt_row {
 	char name[VIRT_NAME_MAX];
 	pmInDom indom, hindom;		/* hindom PM_INDOM_NULL: no histogram */
 	int inst;			/* -1 until exposed */
-	int hinst[VIRT_HIST_BUCKETS];	/* -1 until that bucket is exposed */
-	struct virt_bucket_ref ref[VIRT_HIST_BUCKETS];
+	uint64_t exposed;		/* bit b: bucket b has its instance */
 	uint64_t v[VIRT_ROW_WORDS];	/* family-defined: count, time, ... */
 	uint64_t hist[VIRT_HIST_BUCKETS];
 	/* what earlier BPF objects counted (before a re-attach), so counters
-	 * stay monotonic when kernel modules come and go */
+	 * stay monotonic when kernel modules come and go; hbase is NULL until
+	 * the first re-attach */
 	uint64_t base[VIRT_ROW_WORDS];
-	uint64_t hbase[VIRT_HIST_BUCKETS];
+	uint64_t *hbase;
+	uint64_t changed_ms;		/* when hist last changed */
 	bool live;			/* seen in the latest refresh */
 	bool no_percentiles;		/* the family exports none for this row */
-	struct virt_hist_window *win;	/* for percentiles; NULL until needed */
+	struct virt_hist_window *win;	/* for percentiles; NULL while idle */
 };
 
 /* Percentile window length (agent option percentile_window_s). */
 void virt_rows_set_window(uint64_t ms);
 uint64_t virt_rows_window(void);
+/* The clock behind windows, in ms (CLOCK_MONOTONIC; unit tests set their
+ * own). */
+void virt_rows_set_clock(uint64_t (*now_ms)(void));
+/* Bytes of percentile windows freed since the last call (idle rows): the
+ * caller may give the heap back to the system. */
+size_t virt_rows_freed(void);
 
 /* Initialise a row named name (callers sanitize kernel-provided parts). */
 void virt_row_init(struct virt_row *r, pmInDom indom, pmInDom hindom,
@@ -60,13 +67,17 @@ void virt_row_rebase(struct virt_row *r);
  * instances (e.g. a second histogram of another row's instance). */
 void virt_row_expose(struct virt_row *r, bool always);
 /* Remove the row's instances from the instance domains (culled, so ids and
- * memory do not grow with short-lived VMs or queues). */
+ * memory do not grow with short-lived VMs or queues). The row keeps its
+ * counts: it may come back (a queue seen again). */
 void virt_row_retire(struct virt_row *r);
+/* Retire the row for good and free what it allocated, before the memory
+ * holding it is freed. */
+void virt_row_release(struct virt_row *r);
 
 /* Resolve a fetch: the row behind inst of indom (NULL if none). */
 struct virt_row *virt_row_of(pmInDom indom, unsigned int inst);
-/* The bucket ref behind a histogram instance (NULL if none). */
-struct virt_bucket_ref *virt_bucket_of_inst(pmInDom hindom, unsigned int inst);
+/* The count behind a histogram instance (NULL if none). */
+const uint64_t *virt_bucket_of_inst(pmInDom hindom, unsigned int inst);
 
 /* Answer a fetch of the p-th percentile of the row's histogram over the
  * last window (PMDA_FETCH_NOVALUES when nothing was counted in it). */

@@ -754,6 +754,9 @@ static int vhost_refresh(struct virt_family *fam)
 		} else {
 			row_retire(r);
 			if (!pid_alive(r->owner)) {	/* its VMM is gone: forget it */
+				virt_row_release(&r->lat);
+				virt_row_release(&r->pkts);
+				virt_row_release(&r->bytes);
 				free(r);
 				st->rows[i] = st->rows[--st->nrows];
 			} else {

@@ -1,0 +1,121 @@
+/* Rows (pmda/rows.c): bucket instances, re-attach bases, and percentile
+ * windows kept only while a row's histogram changes. */
+#include "rows.h"
+#include "unit.h"
+
+#include <string.h>
+
+static uint64_t fake_now = 1000000;
+
+static uint64_t fake_clock(void)
+{
+	return fake_now;
+}
+
+/* rows.c's collaborators in the agent */
+uint64_t virt_mono_ns(void)
+{
+	return fake_now * 1000000;
+}
+
+pmInDom virt_indom(enum virt_indom_id id)
+{
+	return pmInDom_build(511, (unsigned int)id);
+}
+
+static bool pct(const struct virt_row *r, unsigned int p, uint64_t *out)
+{
+	pmAtomValue a;
+
+	if (virt_row_percentile(r, p, &a) != PMDA_FETCH_STATIC)
+		return false;
+	*out = a.ull;
+	return true;
+}
+
+/* one refresh per window period, the histogram unchanged */
+static void idle_periods(struct virt_row *r, const uint64_t *hist, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		fake_now += virt_rows_window() / VIRT_WIN_PERIODS;
+		virt_row_set(r, NULL, 0, hist);
+	}
+}
+
+int main(void)
+{
+	static struct virt_row r;
+	uint64_t h[VIRT_HIST_BUCKETS] = { 0 }, v = 0;
+	uint64_t cnt[1] = { 5 };
+	pmInDom indom = virt_indom(0), hindom = virt_indom(1);
+	const uint64_t *bucket;
+	void *priv = NULL;
+	int inst;
+
+	virt_rows_set_clock(fake_clock);
+	virt_rows_set_window(8000);
+	virt_row_init(&r, indom, hindom, "vm1");
+	CHECK(!pct(&r, 50, &v));
+
+	/* a new row: what it holds was counted in the current window */
+	h[3] = 5;
+	virt_row_set(&r, cnt, 1, h);
+	virt_row_expose(&r, false);
+	CHECK(r.inst >= 0 && r.v[0] == 5);
+	CHECK(pct(&r, 50, &v) && v >= 8 && v <= 15);
+	CHECK(r.exposed == 1u << 3);
+	CHECK(pmdaCacheLookupName(hindom, "vm1::8-15", &inst, &priv) == PMDA_CACHE_ACTIVE);
+	bucket = virt_bucket_of_inst(hindom, (unsigned int)inst);
+	CHECK(bucket == &r.hist[3] && bucket == priv && *bucket == 5);
+
+	/* idle: the percentile has no value once a window has passed with
+	 * nothing counted, and then the window is freed */
+	idle_periods(&r, h, VIRT_WIN_PERIODS - 1);
+	CHECK(r.win && pct(&r, 50, &v));
+	idle_periods(&r, h, 2);
+	CHECK(!pct(&r, 50, &v));
+	idle_periods(&r, h, 2);
+	CHECK(r.win == NULL);
+	CHECK(virt_rows_freed() == sizeof(struct virt_hist_window));
+	CHECK(virt_rows_freed() == 0);
+	CHECK(!pct(&r, 50, &v));
+
+	/* counts again: the window comes back with the old histogram as its
+	 * baseline, so the percentile sees only the new values (bucket 10),
+	 * not the 5 old ones in bucket 3 */
+	h[10] = 4;
+	idle_periods(&r, h, 1);
+	CHECK(r.win != NULL);
+	CHECK(pct(&r, 50, &v) && v >= 1024 && v <= 2047);
+	CHECK(pct(&r, 99, &v) && v >= 1024 && v <= 2047);
+	virt_row_expose(&r, false);
+	CHECK(r.exposed == ((1u << 3) | (1u << 10)));
+
+	/* a re-attach: the new BPF object counts from 0, the row goes on */
+	CHECK(r.hbase == NULL);
+	virt_row_rebase(&r);
+	CHECK(r.hbase != NULL);
+	memset(h, 0, sizeof(h));
+	h[10] = 1;
+	cnt[0] = 1;
+	fake_now += 1000;
+	virt_row_set(&r, cnt, 1, h);
+	CHECK(r.hist[3] == 5 && r.hist[10] == 5 && r.v[0] == 6);
+
+	/* retired: instances gone, counts kept (the row may come back) */
+	virt_row_retire(&r);
+	CHECK(r.inst < 0 && r.exposed == 0 && r.win == NULL);
+	CHECK(pmdaCacheLookupName(hindom, "vm1::8-15", NULL, NULL) != PMDA_CACHE_ACTIVE);
+	CHECK(r.hist[3] == 5);
+	virt_row_expose(&r, false);
+	CHECK(pmdaCacheLookupName(hindom, "vm1::1024-2047", NULL, NULL) == PMDA_CACHE_ACTIVE);
+	virt_row_release(&r);
+	CHECK(r.hbase == NULL && r.exposed == 0);
+
+	/* a row without percentiles never has a window */
+	virt_row_init(&r, indom, hindom, "vm2");
+	r.no_percentiles = true;
+	virt_row_set(&r, cnt, 1, h);
+	CHECK(r.win == NULL);
+	return UNIT_DONE();
+}
