@@ -43,20 +43,30 @@ void virt_sanitize(char *dst, size_t len, const char *src);
  * window/VIRT_WIN_PERIODS, and answers "what did it gain over the last
  * window" as the current histogram minus the newest snapshot at least one
  * window old (the oldest one while the agent has run less than a window).
+ *
+ * A snapshot keeps only the buckets [lo, lo + nb): every other bucket was 0
+ * in every snapshot so far (most rows fill a few adjacent buckets). A
+ * window grows its range when a bucket outside it is counted, so
+ * virt_window_push may move it.
  */
 #define VIRT_WIN_PERIODS 8
 #define VIRT_WIN_SLOTS (VIRT_WIN_PERIODS + 2)
 
 struct virt_hist_window {
 	unsigned int head, n;		/* head: next slot to write */
+	unsigned int lo, nb;		/* buckets kept */
 	uint64_t t_ms[VIRT_WIN_SLOTS];
-	uint64_t h[VIRT_WIN_SLOTS][VIRT_HIST_BUCKETS];
+	uint64_t h[];			/* VIRT_WIN_SLOTS rows of nb buckets */
 };
 
+/* Bytes of a window keeping nb buckets. */
+size_t virt_window_size(unsigned int nb);
+
 /* Remember hist as of now_ms unless the newest snapshot is younger than
- * window_ms / VIRT_WIN_PERIODS. */
-void virt_window_push(struct virt_hist_window *w, uint64_t now_ms, uint64_t window_ms,
-		      const uint64_t *hist);
+ * window_ms / VIRT_WIN_PERIODS; *w NULL makes a window. -ENOMEM leaves *w
+ * as it was. */
+int virt_window_push(struct virt_hist_window **w, uint64_t now_ms, uint64_t window_ms,
+		     const uint64_t *hist);
 
 /* The p-th percentile (0 < p < 100) of the values counted in delta, the
  * way Prometheus' histogram_quantile() estimates it: the bucket holding
@@ -64,10 +74,11 @@ void virt_window_push(struct virt_hist_window *w, uint64_t now_ms, uint64_t wind
  * false if delta is empty. */
 bool virt_hist_percentile(const uint64_t *delta, unsigned int p, uint64_t *out);
 
-/* The snapshot a window's deltas are taken from: the newest one at least
- * window_ms old (*full = true), else the oldest; NULL if none. */
-const uint64_t *virt_window_base(const struct virt_hist_window *w, uint64_t now_ms,
-				 uint64_t window_ms, bool *full);
+/* What hist gained over the last window_ms: hist minus the newest
+ * snapshot at least window_ms old (*full = true), else minus the oldest.
+ * false if the window has no snapshot. */
+bool virt_window_delta(const struct virt_hist_window *w, uint64_t now_ms, uint64_t window_ms,
+		       const uint64_t *hist, uint64_t *delta, bool *full);
 
 /* The p-th percentile of what hist gained over the last window_ms; false
  * if nothing was counted in that window (no value is better than 0 here). */

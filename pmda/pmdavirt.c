@@ -392,7 +392,7 @@ static void poll_families(void)
 
 static uint64_t refreshes;
 
-/* Percentile windows of rows gone idle are freed (3.3 KB each): once a
+/* Percentile windows of rows gone idle are freed: once a
  * megabyte of them is, hand the pages back to the system, which glibc
  * does not do by itself for freed chunks below allocations still in use. */
 static void give_back_windows(void)

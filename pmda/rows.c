@@ -50,9 +50,9 @@ static void free_window(struct virt_row *r)
 {
 	if (!r->win)
 		return;
+	windows_freed += virt_window_size(r->win->nb);
 	free(r->win);
 	r->win = NULL;
-	windows_freed += sizeof(struct virt_hist_window);
 }
 
 /* Nothing counted in the last window, for certain: the snapshot that
@@ -60,10 +60,15 @@ static void free_window(struct virt_row *r)
  * histogram holds now. */
 static bool window_idle(const struct virt_row *r, uint64_t now)
 {
+	uint64_t delta[VIRT_HIST_BUCKETS];
 	bool full;
-	const uint64_t *base = virt_window_base(r->win, now, window_ms, &full);
 
-	return base && full && memcmp(base, r->hist, sizeof(r->hist)) == 0;
+	if (!virt_window_delta(r->win, now, window_ms, r->hist, delta, &full) || !full)
+		return false;
+	for (unsigned int b = 0; b < VIRT_HIST_BUCKETS; b++)
+		if (delta[b])
+			return false;
+	return true;
 }
 
 /* A window is kept only while the histogram changes: an idle row's
@@ -81,11 +86,12 @@ static void update_window(struct virt_row *r, const uint64_t *before, bool chang
 		return;
 	}
 	if (!r->win) {
-		if (!changed || !(r->win = calloc(1, sizeof(*r->win))))
-			return;		/* idle, or no percentiles for this row */
-		virt_window_push(r->win, now > period ? now - period : 0, window_ms, before);
+		if (!changed)
+			return;		/* idle */
+		if (virt_window_push(&r->win, now > period ? now - period : 0, window_ms, before))
+			return;		/* out of memory: no percentiles for now */
 	}
-	virt_window_push(r->win, now, window_ms, r->hist);
+	virt_window_push(&r->win, now, window_ms, r->hist);
 }
 
 void virt_row_set(struct virt_row *r, const uint64_t *v, unsigned int nv,

@@ -2,6 +2,7 @@
 #include "hist.h"
 #include "unit.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 int main(void)
@@ -55,24 +56,53 @@ int main(void)
 	}
 	/* the window: what the histogram gained over the last window only */
 	{
-		static struct virt_hist_window w;
+		struct virt_hist_window *w = NULL;
 		uint64_t h[VIRT_HIST_BUCKETS] = { 0 }, v = 0;
 
-		CHECK(!virt_window_percentile(&w, 0, 10000, h, 50, &v));
+		CHECK(!virt_window_percentile(w, 0, 10000, h, 50, &v));
 		h[20] = 1000;			/* old slow history */
 		virt_window_push(&w, 1000, 10000, h);
 		virt_window_push(&w, 1100, 10000, h);	/* too soon: ignored */
-		CHECK(w.n == 1);
+		CHECK(w && w->n == 1 && w->lo == 20 && w->nb == 1);
 		/* younger than a window: measured from the oldest snapshot */
 		h[4] += 10;
-		CHECK(virt_window_percentile(&w, 2000, 10000, h, 99, &v) && v <= 31);
+		CHECK(virt_window_percentile(w, 2000, 10000, h, 99, &v) && v <= 31);
 		for (uint64_t t = 2250; t <= 20000; t += 1250)
 			virt_window_push(&w, t, 10000, h);
-		CHECK(w.n == VIRT_WIN_SLOTS);
+		CHECK(w->n == VIRT_WIN_SLOTS && w->lo == 4 && w->nb == 17);
 		/* nothing new in the last window: no value */
-		CHECK(!virt_window_percentile(&w, 20000, 10000, h, 50, &v));
+		CHECK(!virt_window_percentile(w, 20000, 10000, h, 50, &v));
 		h[8] += 5;			/* 256-511 */
-		CHECK(virt_window_percentile(&w, 20500, 10000, h, 50, &v) && v >= 256 && v <= 511);
+		CHECK(virt_window_percentile(w, 20500, 10000, h, 50, &v) && v >= 256 && v <= 511);
+		free(w);
+	}
+	/* a window's range grows both ways and keeps what it had */
+	{
+		struct virt_hist_window *w = NULL;
+		uint64_t h[VIRT_HIST_BUCKETS] = { 0 }, v = 0;
+		bool full;
+		uint64_t d[VIRT_HIST_BUCKETS];
+
+		CHECK(virt_window_push(&w, 1000, 8000, h) == 0);	/* all zero */
+		CHECK(w && w->n == 1 && w->nb == 0);
+		CHECK(virt_window_delta(w, 1000, 8000, h, d, &full) && !full && d[0] == 0);
+		h[10] = 3;
+		CHECK(virt_window_push(&w, 2000, 8000, h) == 0 && w->lo == 10 && w->nb == 1);
+		h[12] = 2;
+		CHECK(virt_window_push(&w, 3000, 8000, h) == 0 && w->lo == 10 && w->nb == 3);
+		h[2] = 7;
+		CHECK(virt_window_push(&w, 4000, 8000, h) == 0 && w->lo == 2 && w->nb == 11);
+		CHECK(w->n == 4);
+		h[39] = 1;
+		/* a window from the first snapshot: all of it */
+		CHECK(virt_window_delta(w, 5000, 8000, h, d, &full) && !full);
+		CHECK(d[2] == 7 && d[10] == 3 && d[12] == 2 && d[39] == 1 && d[11] == 0);
+		/* from the second (7000 ms old at 9000): the later counts only */
+		CHECK(virt_window_delta(w, 10000, 8000, h, d, &full) && full);
+		CHECK(d[2] == 7 && d[10] == 0 && d[12] == 2 && d[39] == 1);
+		CHECK(virt_window_percentile(w, 10000, 8000, h, 10, &v) && v >= 4 && v <= 7);
+		CHECK(virt_window_size(3) < virt_window_size(VIRT_HIST_BUCKETS));
+		free(w);
 	}
 	return UNIT_DONE();
 }

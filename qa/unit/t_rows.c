@@ -76,7 +76,7 @@ int main(void)
 	CHECK(!pct(&r, 50, &v));
 	idle_periods(&r, h, 2);
 	CHECK(r.win == NULL);
-	CHECK(virt_rows_freed() == sizeof(struct virt_hist_window));
+	CHECK(virt_rows_freed() == virt_window_size(1));
 	CHECK(virt_rows_freed() == 0);
 	CHECK(!pct(&r, 50, &v));
 
