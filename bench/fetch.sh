@@ -60,6 +60,7 @@ kvmguest -q -h $H -N || exit 1
 ninst=$(pminfo -f virt.kvm.hypercall.latency | grep -c 'inst \[')
 rows=$(pminfo -f virt.kvm.hypercall.count | grep -c 'inst \[')
 echo "hypercall rows $rows, their histogram instances $ninst"
+echo "RSS with those rows, just counted (their percentile windows live): $(rss) KiB"
 cpu() { awk '{print $14 + $15}' /proc/$agent/stat; }
 hz=$(getconf CLK_TCK)
 # the agent's own background work (percentile snapshots: a refresh every
@@ -80,7 +81,10 @@ echo "  bpf() calls per fetch $(awk -v c="${calls:-0}" -v m=$M 'BEGIN {printf "%
 awk -v c=$((c1 - c0 - idle)) -v hz=$hz -v m=$M -v n=$all -v w=$wall 'BEGIN {
 	ms = c * 1000 / hz / m
 	printf "  agent CPU per fetch %.1f ms = %.2f ms per 1000 values; client wall per fetch %.0f ms\n", ms, ms * 1000 / n, w }'
-echo "RSS with those rows: $(rss) KiB"
+# a row's window goes once its percentiles can have no value: a window
+# (percentile_window_s, 10 s here) after its last count, plus a snapshot period
+sleep 5
+echo "RSS with those rows idle for over a window (windows freed): $(rss) KiB"
 
 echo "== memory after $C VMM processes and $C vhost-net drivers"
 base_vm=$(pminfo -f virt.kvm.vm.exits | grep -c 'inst \[')
