@@ -329,12 +329,43 @@ static void note_slow(const struct virt_family *fam, const char *what, uint64_t 
 		pmNotifyErr(LOG_WARNING, "%s: %s took %llu ms", fam->name, what, (unsigned long long)ms);
 }
 
+/* Failed attaches of a family whose prerequisites are there (ready())
+ * are retried after 1, 2, 4 ... up to 32 poll intervals, not at every
+ * poll: each try loads and verifies the whole BPF object. The prerequisites
+ * going away and coming back (a kernel module reloaded) start over. */
+#define RETRY_MAX_SHIFT 5
+static struct {
+	unsigned int failures;
+	uint64_t at_ms;
+} retry[VIRT_NFAMILIES];
+
+static bool retry_due(struct virt_family *fam)
+{
+	return !retry[fam - families].failures || now_ms() >= retry[fam - families].at_ms;
+}
+
+static void retry_later(struct virt_family *fam)
+{
+	unsigned int n = retry[fam - families].failures++;
+	uint64_t wait = poll_ms << (n < RETRY_MAX_SHIFT ? n : RETRY_MAX_SHIFT);
+
+	retry[fam - families].at_ms = now_ms() + wait;
+	pmNotifyErr(LOG_INFO, "%s: next attach attempt in %llu s", fam->name,
+		    (unsigned long long)(wait + 999) / 1000);
+}
+
 static void try_attach(struct virt_family *fam)
 {
 	uint64_t start;
 	int rc;
 
-	if (!fam->mod || (fam->mod->ready && !fam->mod->ready(fam)))
+	if (!fam->mod)
+		return;
+	if (fam->mod->ready && !fam->mod->ready(fam)) {
+		retry[fam - families].failures = 0;
+		return;
+	}
+	if (!retry_due(fam))
 		return;
 	fam->attach_attempts++;
 	fam->reason[0] = '\0';
@@ -343,12 +374,15 @@ static void try_attach(struct virt_family *fam)
 	if (rc == VIRT_ATTACHED) {
 		pmNotifyErr(LOG_INFO, "%s: attached in %llu ms", fam->name,
 			    (unsigned long long)(now_ms() - start));
+		retry[fam - families].failures = 0;
 		set_state(fam, VIRT_ACTIVE);
 	} else {
 		note_slow(fam, "failed attach", start);
 		if (!fam->reason[0])
 			virt_set_reason(fam, "attach failed: %s", strerror(rc < 0 ? -rc : EAGAIN));
 		set_state(fam, VIRT_UNAVAILABLE);
+		if (rc < 0)
+			retry_later(fam);
 	}
 }
 
