@@ -398,32 +398,25 @@ static int kvm_attach(struct virt_family *fam)
 
 /* ------------------------------------------------------------ refresh */
 
-static void take_stats(struct virt_row *r, const void *percpu)
+/* The i-th entry of the last per-CPU read, summed over the CPUs. */
+static void take_stats(struct virt_row *r, const struct kvm_state *st, int i)
 {
-	uint64_t sum[STATS_WORDS];
+	const uint64_t *sum = (const uint64_t *)st->bulk.vals + (size_t)i * STATS_WORDS;
 
-	virt_percpu_sum(percpu, STATS_WORDS, sum);
 	virt_row_set(r, sum, 2, &sum[2]);
 	virt_row_expose(r, false);
-}
-
-static size_t percpu_stride(size_t value_size)
-{
-	return ((value_size + 7) & ~(size_t)7) * (size_t)virt_ncpus();
 }
 
 static int read_array(struct kvm_state *st, struct bpf_map *map, struct virt_row *rows,
 		      unsigned int n)
 {
-	size_t stride = percpu_stride(sizeof(struct kvm_stats));
-	int got = virt_map_dump(bpf_map__fd(map), st->bulk.keys, sizeof(__u32), st->bulk.vals,
-				stride, n);
+	int got = virt_map_dump_percpu(bpf_map__fd(map), &st->bulk, sizeof(__u32), STATS_WORDS, n);
 
 	for (int i = 0; i < got; i++) {
 		__u32 k = ((__u32 *)st->bulk.keys)[i];
 
 		if (k < n)
-			take_stats(&rows[k], (char *)st->bulk.vals + (size_t)i * stride);
+			take_stats(&rows[k], st, i);
 	}
 	return got < 0 ? got : 0;
 }
@@ -443,9 +436,8 @@ static void name_decimal(char *buf, size_t len, uint64_t key)
 static int read_hash(struct kvm_state *st, struct bpf_map *map, struct keyed_rows *t,
 		     enum virt_indom_id indom, enum virt_indom_id hindom, name_fn name)
 {
-	size_t stride = percpu_stride(sizeof(struct kvm_stats));
-	int got = virt_map_dump(bpf_map__fd(map), st->bulk.keys, sizeof(__u64), st->bulk.vals,
-				stride, bpf_map__max_entries(map));
+	int got = virt_map_dump_percpu(bpf_map__fd(map), &st->bulk, sizeof(__u64), STATS_WORDS,
+				       bpf_map__max_entries(map));
 
 	for (int i = 0; i < got; i++) {
 		uint64_t k = ((uint64_t *)st->bulk.keys)[i];
@@ -458,7 +450,7 @@ static int read_hash(struct kvm_state *st, struct bpf_map *map, struct keyed_row
 			r = keyed_add(t, k, virt_indom(indom), virt_indom(hindom), buf);
 		}
 		if (r)
-			take_stats(r, (char *)st->bulk.vals + (size_t)i * stride);
+			take_stats(r, st, i);
 	}
 	return got < 0 ? got : 0;
 }

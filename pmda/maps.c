@@ -60,11 +60,23 @@ void virt_percpu_sum(const void *percpu, size_t nwords, uint64_t *out)
 int virt_bulk_alloc(struct virt_bulk *b, size_t max_keys, size_t key_size,
 		    size_t value_size)
 {
-	size_t stride = ((value_size + 7) & ~(size_t)7) * (size_t)virt_ncpus();
+	size_t vsz = (value_size + 7) & ~(size_t)7, stride = vsz * (size_t)virt_ncpus();
+	size_t chunk = VIRT_BULK_CHUNK_BYTES / stride;
 
+	if (chunk < VIRT_BULK_CHUNK_MIN)
+		chunk = VIRT_BULK_CHUNK_MIN;
+	if (chunk > max_keys)
+		chunk = max_keys;
+	memset(b, 0, sizeof(*b));
 	b->keys = calloc(max_keys, key_size);
-	b->vals = calloc(max_keys, stride);
-	if (b->keys && b->vals)
+	b->vals = calloc(max_keys, vsz);
+	b->chunk = chunk;
+	/* one CPU: a per-CPU value is its own sum, read straight into vals */
+	if (virt_ncpus() > 1) {
+		b->ckeys = calloc(chunk, key_size);
+		b->cvals = calloc(chunk, stride);
+	}
+	if (b->keys && b->vals && (virt_ncpus() == 1 || (b->ckeys && b->cvals)))
 		return 0;
 	virt_bulk_free(b);
 	return -ENOMEM;
@@ -74,18 +86,51 @@ void virt_bulk_free(struct virt_bulk *b)
 {
 	free(b->keys);
 	free(b->vals);
-	b->keys = b->vals = NULL;
+	free(b->ckeys);
+	free(b->cvals);
+	b->keys = b->vals = b->ckeys = b->cvals = NULL;
+}
+
+int virt_map_dump_percpu(int fd, struct virt_bulk *b, size_t key_size, size_t nwords,
+			 unsigned int max_entries)
+{
+	DECLARE_LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	size_t vsz = nwords * sizeof(uint64_t), stride = vsz * (size_t)virt_ncpus();
+	unsigned long long in = 0, out = 0;
+	unsigned int total = 0;
+	bool first = true;
+
+	if (virt_ncpus() == 1)
+		return virt_map_dump(fd, b->keys, key_size, b->vals, vsz, max_entries);
+	while (total < max_entries) {
+		__u32 count = max_entries - total < b->chunk ? max_entries - total
+							     : (__u32)b->chunk;
+		int err;
+
+		virt_bpf_syscalls++;
+		err = bpf_map_lookup_batch(fd, first ? NULL : &in, &out, b->ckeys, b->cvals,
+					   &count, &opts);
+		if (err < 0 && errno != ENOENT)
+			return -errno;
+		memcpy((char *)b->keys + (size_t)total * key_size, b->ckeys, count * key_size);
+		for (__u32 i = 0; i < count; i++)
+			virt_percpu_sum((char *)b->cvals + (size_t)i * stride, nwords,
+					(uint64_t *)((char *)b->vals + (size_t)(total + i) * vsz));
+		total += count;
+		if (err < 0)		/* ENOENT: the whole map was read */
+			break;
+		in = out;
+		first = false;
+	}
+	return (int)total;
 }
 
 uint64_t virt_percpu_counters_total(int fd, struct virt_bulk *b, unsigned int n)
 {
-	size_t stride = sizeof(uint64_t) * (size_t)virt_ncpus();
-	int got = virt_map_dump(fd, b->keys, sizeof(uint32_t), b->vals, stride, n);
-	uint64_t total = 0, sum;
+	int got = virt_map_dump_percpu(fd, b, sizeof(uint32_t), 1, n);
+	uint64_t total = 0;
 
-	for (int i = 0; i < got; i++) {
-		virt_percpu_sum((char *)b->vals + (size_t)i * stride, 1, &sum);
-		total += sum;
-	}
+	for (int i = 0; i < got; i++)
+		total += ((uint64_t *)b->vals)[i];
 	return total;
 }

@@ -706,9 +706,8 @@ static void qemu_detach(struct virt_family *fam)
 static void read_procs(struct qemu_state *st)
 {
 	struct bpf_map *map = st->skel->maps.procs;
-	size_t stride = sizeof(struct qemu_net_stats) * (size_t)virt_ncpus();
-	int got = virt_map_dump(bpf_map__fd(map), st->pbulk.keys, sizeof(__u64), st->pbulk.vals,
-				stride, bpf_map__max_entries(map));
+	int got = virt_map_dump_percpu(bpf_map__fd(map), &st->pbulk, sizeof(__u64), NW,
+				       bpf_map__max_entries(map));
 
 	for (int i = 0; i < got; i++) {
 		uint64_t pid = ((uint64_t *)st->pbulk.keys)[i];
@@ -719,7 +718,7 @@ static void read_procs(struct qemu_state *st)
 			bpf_map_delete_elem(bpf_map__fd(map), &pid);
 			continue;
 		}
-		virt_percpu_sum((char *)st->pbulk.vals + (size_t)i * stride, NW, r->last);
+		memcpy(r->last, (const uint64_t *)st->pbulk.vals + (size_t)i * NW, sizeof(r->last));
 		r->counted = true;
 	}
 	for (size_t i = 0; i < st->nprocs; i++) {
@@ -807,9 +806,8 @@ static const struct qemu_vq_info *info_of(struct qemu_state *st, int ninfo,
 static void read_vqs(struct qemu_state *st)
 {
 	struct bpf_map *map = st->skel->maps.vqs;
-	size_t stride = sizeof(struct qemu_vq_stats) * (size_t)virt_ncpus();
-	int got = virt_map_dump(bpf_map__fd(map), st->vbulk.keys, sizeof(struct qemu_vq_key),
-				st->vbulk.vals, stride, bpf_map__max_entries(map));
+	int got = virt_map_dump_percpu(bpf_map__fd(map), &st->vbulk, sizeof(struct qemu_vq_key), VW,
+				       bpf_map__max_entries(map));
 	int ninfo = 0;
 	bool fresh = false;
 
@@ -830,7 +828,7 @@ static void read_vqs(struct qemu_state *st)
 			if (!(v = vq_add(st, k, info_of(st, ninfo, k))))
 				continue;
 		}
-		virt_percpu_sum((char *)st->vbulk.vals + (size_t)i * stride, VW, v->v);
+		memcpy(v->v, (const uint64_t *)st->vbulk.vals + (size_t)i * VW, sizeof(uint64_t) * VW);
 		v->seen = true;
 		virt_row_expose(&v->row, true);
 	}

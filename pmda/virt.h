@@ -146,15 +146,25 @@ int virt_map_dump(int fd, void *keys, size_t key_size, void *values,
 void virt_percpu_sum(const void *percpu, size_t nwords, uint64_t *out);
 extern uint64_t virt_bpf_syscalls;	/* bpf() calls made by refreshes */
 
-/* Buffers for virt_map_dump(): keys for max_keys entries of key_size and
- * values for max_keys per-CPU values of value_size, each sized for the
- * largest map a family reads. 0 or -ENOMEM. */
+/* Buffers for bulk reads of a family's maps, sized for the largest one:
+ * keys and values of max_keys entries (key_size, value_size bytes; a
+ * per-CPU value summed over the CPUs), and for per-CPU maps one chunk of
+ * raw per-CPU values, at most VIRT_BULK_CHUNK_BYTES: the agent's memory
+ * does not grow with the number of CPUs times the map size. 0 or -ENOMEM. */
+#define VIRT_BULK_CHUNK_BYTES	(2u << 20)
+#define VIRT_BULK_CHUNK_MIN	32u	/* a hash bucket is read whole */
 struct virt_bulk {
 	void *keys, *vals;
+	void *ckeys, *cvals;		/* one chunk of a per-CPU read */
+	size_t chunk;			/* its entries (tests may lower it) */
 };
 int virt_bulk_alloc(struct virt_bulk *b, size_t max_keys, size_t key_size,
 		    size_t value_size);
 void virt_bulk_free(struct virt_bulk *b);
+/* Read a per-CPU map of values of nwords u64 into b: keys and per-entry
+ * sums over the CPUs, a chunk per bpf() call. Entries read or -errno. */
+int virt_map_dump_percpu(int fd, struct virt_bulk *b, size_t key_size, size_t nwords,
+			 unsigned int max_entries);
 /* Total of a per-CPU array of n u64 counters (e.g. a family's drops). */
 uint64_t virt_percpu_counters_total(int fd, struct virt_bulk *b, unsigned int n);
 
