@@ -18,30 +18,46 @@ int virt_ncpus(void)
 	return n;
 }
 
+/* Where a batch read of a map stands between BPF_MAP_LOOKUP_BATCH calls. */
+struct batch_pos {
+	unsigned long long in, out;
+	bool started;
+};
+
+/* One BPF_MAP_LOOKUP_BATCH call from where the last one stopped: up to
+ * *count entries into keys and values, *count set to what came. 1 when
+ * the whole map has been read, 0 when more may follow, or -errno. */
+static int batch_next(int fd, struct batch_pos *pos, void *keys, void *values, __u32 *count)
+{
+	DECLARE_LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	int err;
+
+	virt_bpf_syscalls++;
+	err = bpf_map_lookup_batch(fd, pos->started ? &pos->in : NULL, &pos->out, keys, values,
+				   count, &opts);
+	if (err < 0 && errno != ENOENT)
+		return -errno;
+	pos->in = pos->out;
+	pos->started = true;
+	return err < 0;		/* ENOENT: the whole map was read */
+}
+
 int virt_map_dump(int fd, void *keys, size_t key_size, void *values,
 		  size_t value_size, unsigned int max_entries)
 {
-	DECLARE_LIBBPF_OPTS(bpf_map_batch_opts, opts);
-	unsigned long long in = 0, out = 0;
-	bool first = true;
+	struct batch_pos pos = { 0 };
 	unsigned int total = 0;
 
 	while (total < max_entries) {
 		__u32 count = max_entries - total;
-		int err;
+		int done = batch_next(fd, &pos, (char *)keys + total * key_size,
+				      (char *)values + total * value_size, &count);
 
-		virt_bpf_syscalls++;
-		err = bpf_map_lookup_batch(fd, first ? NULL : &in, &out,
-					   (char *)keys + total * key_size,
-					   (char *)values + total * value_size,
-					   &count, &opts);
-		if (err < 0 && errno != ENOENT)
-			return -errno;
+		if (done < 0)
+			return done;
 		total += count;
-		if (err < 0)		/* ENOENT: the whole map was read */
+		if (done)
 			break;
-		in = out;
-		first = false;
 	}
 	return (int)total;
 }
@@ -94,33 +110,26 @@ void virt_bulk_free(struct virt_bulk *b)
 int virt_map_dump_percpu(int fd, struct virt_bulk *b, size_t key_size, size_t nwords,
 			 unsigned int max_entries)
 {
-	DECLARE_LIBBPF_OPTS(bpf_map_batch_opts, opts);
 	size_t vsz = nwords * sizeof(uint64_t), stride = vsz * (size_t)virt_ncpus();
-	unsigned long long in = 0, out = 0;
+	struct batch_pos pos = { 0 };
 	unsigned int total = 0;
-	bool first = true;
 
 	if (virt_ncpus() == 1)
 		return virt_map_dump(fd, b->keys, key_size, b->vals, vsz, max_entries);
 	while (total < max_entries) {
 		__u32 count = max_entries - total < b->chunk ? max_entries - total
 							     : (__u32)b->chunk;
-		int err;
+		int done = batch_next(fd, &pos, b->ckeys, b->cvals, &count);
 
-		virt_bpf_syscalls++;
-		err = bpf_map_lookup_batch(fd, first ? NULL : &in, &out, b->ckeys, b->cvals,
-					   &count, &opts);
-		if (err < 0 && errno != ENOENT)
-			return -errno;
+		if (done < 0)
+			return done;
 		memcpy((char *)b->keys + (size_t)total * key_size, b->ckeys, count * key_size);
 		for (__u32 i = 0; i < count; i++)
 			virt_percpu_sum((char *)b->cvals + (size_t)i * stride, nwords,
 					(uint64_t *)((char *)b->vals + (size_t)(total + i) * vsz));
 		total += count;
-		if (err < 0)		/* ENOENT: the whole map was read */
+		if (done)
 			break;
-		in = out;
-		first = false;
 	}
 	return (int)total;
 }
