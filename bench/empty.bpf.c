@@ -179,3 +179,20 @@ SEC("fentry/handle_rx_kick")
 int BPF_PROG(empty_vhost_rx) { return 0; }
 SEC("fexit/handle_rx_kick")
 int BPF_PROG(empty_vhost_rx_end) { return 0; }
+
+/* ------------------------------------------------------------------ *
+ * Limits (bench "limit" configurations): per family, the least a tool
+ * must do for that family's latency histogram on the same hooks: read
+ * the clock at both ends, one slot store and load, one bucket increment.
+ * ------------------------------------------------------------------ */
+
+/* limit: kvm */
+
+
+
+/* limit: virtio */
+
+
+
+/* limit: vhost */
+
