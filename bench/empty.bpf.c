@@ -4,6 +4,8 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "virt_bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -196,3 +198,59 @@ int BPF_PROG(empty_vhost_rx_end) { return 0; }
 
 /* limit: vhost */
 
+/* The least a wakeup -> handler latency histogram needs on the vhost
+ * family's hooks: a clock read at the wakeup, stored in the queue's slot
+ * of a plain array; a clock read at the handler's start, the slot's load
+ * and one bucket's increment. The queue is found as the family finds it
+ * (container_of of the wait entry / the work: CO-RE offsets), hashed to
+ * its slot. */
+struct vhost_poll___vlimit {
+	struct wait_queue_entry wait;
+	struct { void *fn; } work;
+} __attribute__((preserve_access_index));
+
+struct vhost_virtqueue___vlimit {
+	struct vhost_poll___vlimit poll;
+} __attribute__((preserve_access_index));
+
+#define VLIMIT_POLL	bpf_core_field_offset(struct vhost_virtqueue___vlimit, poll)
+#define VLIMIT_WAIT	bpf_core_field_offset(struct vhost_poll___vlimit, wait)
+#define VLIMIT_WORK	bpf_core_field_offset(struct vhost_poll___vlimit, work)
+#define VLIMIT_SLOTS	256
+
+__u64 vlimit_ts[VLIMIT_SLOTS];
+__u64 vlimit_hist[VIRT_HIST_BUCKETS];
+
+static __always_inline __u32 vlimit_slot(__u64 vq)
+{
+	return (__u32)((vq * 0x9E3779B97F4A7C15ULL) >> 56) & (VLIMIT_SLOTS - 1);
+}
+
+SEC("fentry/vhost_poll_wakeup")
+int BPF_PROG(empty_vlimit_wakeup, void *wait)
+{
+	vlimit_ts[vlimit_slot((__u64)wait - VLIMIT_WAIT - VLIMIT_POLL)] = bpf_ktime_get_ns();
+	return 0;
+}
+
+static __always_inline void vlimit_handler(__u64 work)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u64 ts = vlimit_ts[vlimit_slot(work - VLIMIT_WORK - VLIMIT_POLL)];
+
+	vlimit_hist[virt_log2_bucket(now > ts ? now - ts : 0)]++;
+}
+
+SEC("fentry/handle_tx_kick")
+int BPF_PROG(empty_vlimit_tx, void *work)
+{
+	vlimit_handler((__u64)work);
+	return 0;
+}
+
+SEC("fentry/handle_rx_kick")
+int BPF_PROG(empty_vlimit_rx, void *work)
+{
+	vlimit_handler((__u64)work);
+	return 0;
+}

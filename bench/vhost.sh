@@ -6,7 +6,9 @@
 # vhost worker's handler and vhost_exceeds_weight() per packet. For each
 # configuration, P pairs of runs alternate without/with it attached, in the
 # same boot; added cost per kick = (elapsed with - without) / K.
-# Floor: empty fentry/fexit programs on the same hooks.
+# Floor: empty fentry/fexit programs on the same hooks. Limit: on the
+# wakeup and handler-start hooks only, a clock read at each end, one slot
+# store and load, one bucket increment (bench/empty.bpf.c, "vlimit").
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 b=$top/build
@@ -25,6 +27,7 @@ start_cfg()
 {
 	case $1 in
 	empty_*) start_empty "${1#empty_}" ;;
+	limit) start_empty vlimit ;;
 	virt) start_agent vhost ;;
 	virt_kprobe) start_agent vhost "method = kprobe" ;;
 	esac
@@ -37,15 +40,16 @@ stop_cfg()
 	sleep 0.3
 }
 
-for cfg in ${BENCH_CONFIGS:=empty_vhost virt virt_kprobe}; do
+for cfg in ${BENCH_CONFIGS:=empty_vhost limit virt virt_kprobe}; do
 	measure $cfg $K
 done
 
 echo "vhost family overhead: $K kicks of 4 x 64-byte packets per run (vhostdrv, tap backend), $P pairs per configuration, $(nproc) vCPU TCG VM"
 echo "wall: added ns per kick from paired runs (median, min..max); prog: ns per kick inside BPF programs (bpf_stats)"
-printf '%-12s %9s %18s %7s %8s %7s\n' config wall "min..max" /floor prog /floor
+printf '%-12s %9s %18s %7s %8s %7s %7s\n' config wall "min..max" /floor prog /floor /limit
 while read -r cfg med lo hi prog; do
-	printf '%-12s %9s %18s %7s %8s %7s\n' $cfg $med "$lo..$hi" \
-		$(ratio $med "$(col empty_vhost 2)") $prog $(ratio $prog "$(col empty_vhost 5)")
+	printf '%-12s %9s %18s %7s %8s %7s %7s\n' $cfg $med "$lo..$hi" \
+		$(ratio $med "$(col empty_vhost 2)") $prog $(ratio $prog "$(col empty_vhost 5)") \
+		$(ratio $prog "$(col limit 5)")
 done < $work/summary
 rm -rf $work
