@@ -221,15 +221,19 @@ struct vhost_virtqueue___vlimit {
 __u64 vlimit_ts[VLIMIT_SLOTS];
 __u64 vlimit_hist[VIRT_HIST_BUCKETS];
 
+/* the pointer argument as a number (the verifier refuses arithmetic on a
+ * BTF pointer; bpf_get_func_arg() is inlined), as the family reads it */
+#define VLIMIT_ARG0(ctx)	({ __u64 __p = 0; bpf_get_func_arg(ctx, 0, &__p); __p; })
+
 static __always_inline __u32 vlimit_slot(__u64 vq)
 {
 	return (__u32)((vq * 0x9E3779B97F4A7C15ULL) >> 56) & (VLIMIT_SLOTS - 1);
 }
 
 SEC("fentry/vhost_poll_wakeup")
-int BPF_PROG(empty_vlimit_wakeup, void *wait)
+int BPF_PROG(empty_vlimit_wakeup)
 {
-	vlimit_ts[vlimit_slot((__u64)wait - VLIMIT_WAIT - VLIMIT_POLL)] = bpf_ktime_get_ns();
+	vlimit_ts[vlimit_slot(VLIMIT_ARG0(ctx) - VLIMIT_WAIT - VLIMIT_POLL)] = bpf_ktime_get_ns();
 	return 0;
 }
 
@@ -242,15 +246,15 @@ static __always_inline void vlimit_handler(__u64 work)
 }
 
 SEC("fentry/handle_tx_kick")
-int BPF_PROG(empty_vlimit_tx, void *work)
+int BPF_PROG(empty_vlimit_tx)
 {
-	vlimit_handler((__u64)work);
+	vlimit_handler(VLIMIT_ARG0(ctx));
 	return 0;
 }
 
 SEC("fentry/handle_rx_kick")
-int BPF_PROG(empty_vlimit_rx, void *work)
+int BPF_PROG(empty_vlimit_rx)
 {
-	vlimit_handler((__u64)work);
+	vlimit_handler(VLIMIT_ARG0(ctx));
 	return 0;
 }

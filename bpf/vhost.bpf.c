@@ -24,11 +24,14 @@
  * poll is vq->poll, so the candidate vq is container_of(poll, vq, poll),
  * accepted only if candidate->dev == poll->dev and candidate->handle_kick
  * == poll->work.fn (vhost_poll_init(&vq->poll, vq->handle_kick, ...)); the
- * other polls (vhost-net's socket polls) are remembered in "notvq".
+ * other polls (vhost-net's socket polls) take a slot marked notvq.
  *
- * The state of the current handler run (queue, last vhost_exceeds_weight
- * arguments) lives in task local storage of the worker thread: a thread
- * runs one handler at a time, wherever it migrates or is preempted.
+ * Every hook knows its queue (the wakeup's and the handler's by
+ * container_of, vhost_exceeds_weight's as its argument), and a queue's
+ * handler runs one at a time (under vq->mutex, on its device's worker), so
+ * the run in progress lives in the queue's slot: no thread or CPU state.
+ * A slot is found by hashing the pointer into a plain array (the verifier
+ * inlines the lookups: no helper call), as bpf/virtio.bpf.c does.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -38,6 +41,13 @@
 #include "virt_bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
+
+/* A typed pointer argument as a number: the verifier refuses arithmetic
+ * (container_of, the slot hash) on a BTF pointer loaded from the context;
+ * bpf_get_func_arg() is inlined and hands over a scalar. */
+#define PTR_ARG(ctx, n)	({ __u64 __p = 0; bpf_get_func_arg(ctx, n, &__p); __p; })
+/* a bool return lives in %al only: the rest of the register is junk */
+#define RET_BOOL(rax)	(((rax) & 0xff) != 0)
 
 /* wakeup -> handler latency above this is a stall (ns) */
 const volatile __u64 stall_ns = 1000000;
@@ -75,20 +85,16 @@ struct vhost_virtqueue___virt {
 	void *handle_kick;
 } __attribute__((preserve_access_index));
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u64);
-	__type(value, struct vhost_queue);
-} queues SEC(".maps");
+/* log2 of the number of slots (the agent sets it from max_queues) */
+const volatile __u32 slot_bits = 11;
 
-/* polls that are not a queue's (vhost-net's socket polls): poll -> dev */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u64);
-	__type(value, __u64);
-} notvq SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 2048);
+	__type(key, __u32);
+	__type(value, struct vhost_slot);
+} queues SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -101,26 +107,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } drops SEC(".maps");
-
-/* The worker's current handler run. */
-struct run {
-	__u64 vq;		/* 0: not inside a handler */
-	__u64 pkts;		/* last vhost_exceeds_weight(vq, pkts, total_len) */
-	__u64 bytes;
-	__u32 exceeded;
-	int weight;		/* kprobe variant: dev->weight, dev->byte_weight */
-	int byte_weight;
-	__u32 pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct run);
-} runs SEC(".maps");
-
-static const struct vhost_queue zero_queue;
 
 #define POLL_OFF	bpf_core_field_offset(struct vhost_virtqueue___virt, poll)
 #define WAIT_OFF	bpf_core_field_offset(struct vhost_poll___virt, wait)
@@ -148,24 +134,18 @@ static long find_index_step(__u32 i, void *ctx)
 	return 0;
 }
 
-/* First sight of a queue: who owns it, which handler, which index. */
-static __always_inline struct vhost_queue *queue_new(__u64 vq)
+/* A queue's new slot: who owns it, which handler, which index, its poll's
+ * mask and its device's budget (all fixed from vhost_dev_init() on); dev
+ * last: the agent shows a slot once dev is set. */
+static __always_inline void fill_queue(struct vhost_slot *s, __u64 vq)
 {
 	struct vhost_virtqueue___virt *q = (void *)vq;
 	struct vhost_dev___virt *dev = BPF_CORE_READ(q, dev);
 	struct find_index f = { .vq = vq, .index = ~0u };
-	struct vhost_queue *s;
 	int nvqs;
 
-	bpf_map_update_elem(&queues, &vq, &zero_queue, BPF_NOEXIST);
-	s = bpf_map_lookup_elem(&queues, &vq);
-	if (!s) {
-		VIRT_DROP(drops, VHOST_DROP_QUEUE);
-		return NULL;
-	}
-	if (s->dev)
-		return s;	/* raced with another CPU: it filled it in */
-	s->fn = (__u64)BPF_CORE_READ(q, handle_kick);
+	s->q.fn = (__u64)BPF_CORE_READ(q, handle_kick);
+	s->mask = BPF_CORE_READ(q, poll.mask);
 	if (dev) {
 		struct mm_struct___virt *mm = BPF_CORE_READ(dev, mm);
 
@@ -173,201 +153,213 @@ static __always_inline struct vhost_queue *queue_new(__u64 vq)
 			struct task_struct *t = BPF_CORE_READ(mm, owner);
 
 			if (t)
-				s->owner = BPF_CORE_READ(t, tgid);
+				s->q.owner = BPF_CORE_READ(t, tgid);
 		}
+		s->weight = BPF_CORE_READ(dev, weight);
+		s->byte_weight = BPF_CORE_READ(dev, byte_weight);
 		f.vqs = (__u64)BPF_CORE_READ(dev, vqs);
 		nvqs = BPF_CORE_READ(dev, nvqs);
 		if (f.vqs && nvqs > 0)
 			bpf_loop(nvqs < 1024 ? nvqs : 1024, find_index_step, &f, 0);
 	}
-	s->index = f.index;
-	s->born = bpf_ktime_get_ns();
-	s->dev = (__u64)dev;
+	s->q.index = f.index;
+	s->q.dev = (__u64)dev;
+}
+
+/* The slot a queue's probe looks at i-th (Fibonacci hashing of the
+ * address; the mask keeps it in the array). */
+static __always_inline struct vhost_slot *probe_slot(__u64 vq, __u32 i)
+{
+	__u32 k = ((__u32)((vq * 0x9E3779B97F4A7C15ULL) >> (64 - slot_bits)) + i) &
+		  ((1U << slot_bits) - 1);
+
+	return bpf_map_lookup_elem(&queues, &k);
+}
+
+/* A slot just claimed (never used, or zeroed by the agent but for its
+ * dead mark): a queue's, or a poll's that is not a queue's (dev only). */
+static __always_inline struct vhost_slot *claimed(struct vhost_slot *s, __u64 vq, __u64 notvq_dev)
+{
+	s->q.dead = 0;
+	if (notvq_dev) {
+		s->notvq = 1;
+		s->q.dev = notvq_dev;
+	} else {
+		fill_queue(s, vq);
+	}
 	return s;
 }
 
-static __always_inline struct vhost_queue *queue(__u64 vq)
+/* The queue's slot. Probing stops at the first never-used slot, which a
+ * new queue takes (create) with a compare-and-swap (two CPUs seeing a
+ * queue first at once both end up in the one that won); freed slots are
+ * reused only when the window has no never-used slot. A dead queue's slot
+ * is skipped: a new queue at the same address gets a slot of its own. */
+static __always_inline struct vhost_slot *lookup_queue(__u64 vq, bool create, __u64 notvq_dev)
 {
-	struct vhost_queue *s = bpf_map_lookup_elem(&queues, &vq);
+	struct vhost_slot *freed = NULL;
+	__u64 owner;
 
-	return s ? s : queue_new(vq);
+	for (__u32 i = 0; i < VHOST_PROBE; i++) {
+		struct vhost_slot *s = probe_slot(vq, i);
+
+		if (!s)
+			break;
+		owner = s->vq;
+		if (owner == vq && !s->q.dead)
+			return s;
+		if (owner == 0) {
+			if (!create)
+				return NULL;
+			owner = __sync_val_compare_and_swap(&s->vq, 0, vq);
+			if (owner == 0)
+				return claimed(s, vq, notvq_dev);
+			if (owner == vq)
+				return s;
+		} else if (owner == VHOST_SLOT_FREED && !freed) {
+			freed = s;
+		}
+	}
+	if (!create)
+		return NULL;
+	if (freed) {
+		owner = __sync_val_compare_and_swap(&freed->vq, VHOST_SLOT_FREED, vq);
+		if (owner == VHOST_SLOT_FREED)
+			return claimed(freed, vq, notvq_dev);
+		if (owner == vq)
+			return freed;
+	}
+	VIRT_DROP(drops, VHOST_DROP_QUEUE);
+	return NULL;
 }
 
 /* -------------------------------------------------------------- hooks */
+
+/* First wakeup of a poll: a queue's (slot claimed and filled in) or not
+ * (a notvq slot, so that its next wakeups cost one lookup). */
+static __always_inline struct vhost_slot *first_wakeup(__u64 vq)
+{
+	struct vhost_virtqueue___virt *q = (void *)vq;
+	struct vhost_poll___virt *p = (void *)(vq + POLL_OFF);
+	struct vhost_dev___virt *dev = BPF_CORE_READ(p, dev);
+
+	if (!dev)
+		return NULL;
+	if (BPF_CORE_READ(q, dev) != dev ||
+	    BPF_CORE_READ(q, handle_kick) != BPF_CORE_READ(p, work.fn))
+		return lookup_queue(vq, true, (__u64)dev);
+	return lookup_queue(vq, true, 0);
+}
 
 /* vhost_poll_wakeup(wait, mode, sync, key): vhost queues the poll's work
  * only if key_to_poll(key) & poll->mask. */
 static __always_inline void on_wakeup(__u64 wait, __u64 key)
 {
-	__u64 poll = wait - WAIT_OFF;
-	__u64 vq = poll - POLL_OFF;
-	struct vhost_queue *s = bpf_map_lookup_elem(&queues, &vq);
-	struct vhost_poll___virt *p = (void *)poll;
+	__u64 vq = wait - WAIT_OFF - POLL_OFF;
+	struct vhost_slot *s = lookup_queue(vq, false, 0);
 
-	if (!s) {
-		struct vhost_virtqueue___virt *q = (void *)vq;
-		struct vhost_dev___virt *dev;
-
-		if (bpf_map_lookup_elem(&notvq, &poll))
-			return;
-		dev = BPF_CORE_READ(p, dev);
-		if (!dev || BPF_CORE_READ(q, dev) != dev ||
-		    BPF_CORE_READ(q, handle_kick) != BPF_CORE_READ(p, work.fn)) {
-			__u64 d = (__u64)dev;
-
-			bpf_map_update_elem(&notvq, &poll, &d, BPF_ANY);
-			return;
-		}
-		s = queue_new(vq);
-		if (!s)
-			return;
-	}
-	if (!((__u32)key & BPF_CORE_READ(p, mask)))
+	if (!s && !(s = first_wakeup(vq)))
 		return;
-	s->wakeups++;
-	if (!s->pending)
-		s->pending = bpf_ktime_get_ns();
+	if (s->notvq || !((__u32)key & s->mask))
+		return;
+	s->q.wakeups++;
+	if (!s->q.pending)
+		s->q.pending = bpf_ktime_get_ns();
 }
 
-static __always_inline struct run *run_of_current(bool create)
+static __always_inline void stall(struct vhost_slot *s, __u64 vq, __u64 now, __u64 ns)
 {
-	return bpf_task_storage_get(&runs, bpf_get_current_task_btf(), 0,
-				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	struct vhost_stall *e;
+
+	s->q.stalls++;
+	e = bpf_ringbuf_reserve(&stalls, sizeof(*e), 0);
+	if (!e) {
+		VIRT_DROP(drops, VHOST_DROP_EVENT);
+		return;
+	}
+	e->kind = VHOST_REC_STALL;
+	e->pad = 0;
+	e->ts = now;
+	e->vq = vq;
+	e->latency = ns;
+	e->cpu = bpf_get_smp_processor_id();
+	e->owner = s->q.owner;
+	bpf_ringbuf_submit(e, 0);
 }
 
 /* Handler start: the work is &vq->poll.work. */
-static __always_inline void on_handler_start(__u64 work, bool weights)
+static __always_inline void on_handler_start(__u64 work)
 {
 	__u64 vq = work - WORK_OFF - POLL_OFF;
-	struct vhost_queue *s = queue(vq);
-	struct run *r = run_of_current(true);
+	struct vhost_slot *s = lookup_queue(vq, true, 0);
 	__u64 ts, now, ns;
 
-	if (r) {
-		r->vq = vq;
-		r->pkts = r->bytes = 0;
-		r->exceeded = 0;
-		if (weights) {
-			struct vhost_virtqueue___virt *q = (void *)vq;
-
-			r->weight = BPF_CORE_READ(q, dev, weight);
-			r->byte_weight = BPF_CORE_READ(q, dev, byte_weight);
-		}
-	}
 	if (!s)
 		return;
-	s->runs++;
-	ts = s->pending;
+	s->in_run = 1;
+	s->exceeded = 0;
+	s->run_pkts = s->run_bytes = 0;
+	s->q.runs++;
+	ts = s->q.pending;
 	if (!ts)
 		return;		/* requeued (weight), or queued without a wakeup */
-	s->pending = 0;
+	s->q.pending = 0;
 	now = bpf_ktime_get_ns();
 	ns = now > ts ? now - ts : 0;
-	s->kicks++;
-	{
-		__u32 b = virt_log2_bucket(ns);
-
-		if (b < VIRT_HIST_BUCKETS)
-			s->lat[b]++;
-	}
-	if (ns > stall_ns) {
-		struct vhost_stall *e;
-
-		s->stalls++;
-		e = bpf_ringbuf_reserve(&stalls, sizeof(*e), 0);
-		if (!e) {
-			VIRT_DROP(drops, VHOST_DROP_EVENT);
-			return;
-		}
-		e->kind = VHOST_REC_STALL;
-		e->pad = 0;
-		e->ts = now;
-		e->vq = vq;
-		e->latency = ns;
-		e->cpu = bpf_get_smp_processor_id();
-		e->owner = s->owner;
-		bpf_ringbuf_submit(e, 0);
-	}
+	s->q.kicks++;
+	s->q.lat[virt_log2_bucket(ns)]++;
+	if (ns > stall_ns)
+		stall(s, vq, now, ns);
 }
 
 /* Handler end: the run's totals are the last vhost_exceeds_weight args. */
-static __always_inline void on_handler_end(void)
+static __always_inline void on_handler_end(__u64 work)
 {
-	struct run *r = run_of_current(false);
-	struct vhost_queue *s;
-	__u64 vq;
+	struct vhost_slot *s = lookup_queue(work - WORK_OFF - POLL_OFF, false, 0);
 
-	if (!r || !r->vq)
+	if (!s || !s->in_run)
 		return;
-	vq = r->vq;
-	r->vq = 0;
-	s = bpf_map_lookup_elem(&queues, &vq);
-	if (!s) {
-		VIRT_DROP(drops, VHOST_DROP_RUN);
-		return;
-	}
-	if (r->exceeded)
-		s->weight_exceeded++;
-	if (r->pkts) {
-		__u32 b = virt_log2_bucket(r->pkts);
-
-		s->batches++;
-		if (b < VIRT_HIST_BUCKETS)
-			s->pkts[b]++;
-		b = virt_log2_bucket(r->bytes);
-		if (b < VIRT_HIST_BUCKETS)
-			s->bytes[b]++;
+	s->in_run = 0;
+	if (s->exceeded)
+		s->q.weight_exceeded++;
+	if (s->run_pkts) {
+		s->q.batches++;
+		s->q.pkts[virt_log2_bucket(s->run_pkts)]++;
+		s->q.bytes[virt_log2_bucket(s->run_bytes)]++;
 	}
 }
 
-static __always_inline void on_weight(struct run *r, __u64 vq, int pkts, int total_len,
-				      bool ret)
+/* vhost_exceeds_weight(vq, pkts, total_len): the running totals of the
+ * queue's run (only a kick handler's run: vhost-net's socket handlers
+ * call it too). */
+static __always_inline void on_weight(__u64 vq, int pkts, int total_len, int ret)
 {
-	if (!r || r->vq != vq)
+	struct vhost_slot *s = lookup_queue(vq, false, 0);
+
+	if (!s || !s->in_run)
 		return;
-	r->pkts = pkts > 0 ? pkts : 0;
-	r->bytes = total_len > 0 ? total_len : 0;
+	s->run_pkts = pkts > 0 ? pkts : 0;
+	s->run_bytes = total_len > 0 ? total_len : 0;
+	if (ret < 0)	/* kprobe: as vhost_exceeds_weight() computes it */
+		ret = (s->byte_weight && total_len >= s->byte_weight) || pkts >= s->weight;
 	if (ret)
-		r->exceeded = 1;
+		s->exceeded = 1;
 }
 
-/* The device is being torn down: each of its queues hands its final values
- * to the agent through the ring buffer and leaves the map (so a new device
- * allocated at the same address starts afresh); if the ring buffer is full
- * the entry stays, marked dead, for the agent to fold and delete. Its
- * remembered socket polls go too. */
-static long retire_queue(struct bpf_map *map, __u64 *key, struct vhost_queue *v, void *ctx)
+/* The device is being torn down (its polls were stopped and flushed by
+ * the driver's release before vhost_dev_cleanup()): its slots are marked
+ * dead, with their final values, for the agent to fold and free; a new
+ * device at the same address takes new slots. */
+static long retire_slot(struct bpf_map *map, __u32 *key, struct vhost_slot *s, void *ctx)
 {
-	struct vhost_final *f;
-
-	if (v->dev != *(__u64 *)ctx)
-		return 0;
-	f = bpf_ringbuf_reserve(&stalls, sizeof(*f), 0);
-	if (!f) {
-		v->dead = 1;
-		VIRT_DROP(drops, VHOST_DROP_EVENT);
-		return 0;
-	}
-	f->kind = VHOST_REC_FINAL;
-	f->pad = 0;
-	f->vq = *key;
-	bpf_probe_read_kernel(&f->q, sizeof(f->q), v);
-	bpf_ringbuf_submit(f, 0);
-	bpf_map_delete_elem(map, key);
-	return 0;
-}
-
-static long forget_poll(struct bpf_map *map, __u64 *key, __u64 *dev, void *ctx)
-{
-	if (*dev == *(__u64 *)ctx)
-		bpf_map_delete_elem(map, key);
+	if (s->vq > VHOST_SLOT_FREED && s->q.dev == *(__u64 *)ctx)
+		s->q.dead = 1;
 	return 0;
 }
 
 static __always_inline void on_cleanup(__u64 dev)
 {
-	bpf_for_each_map_elem(&queues, retire_queue, &dev, 0);
-	bpf_for_each_map_elem(&notvq, forget_poll, &dev, 0);
+	bpf_for_each_map_elem(&queues, retire_slot, &dev, 0);
 }
 
 /* ---------------------------------------------------- fentry / fexit */
@@ -376,21 +368,21 @@ SEC("fentry/vhost_poll_wakeup")
 int BPF_PROG(virt_vhost_fentry_wakeup, struct wait_queue_entry *wait, unsigned int mode,
 	     int sync, void *key)
 {
-	on_wakeup((__u64)wait, (__u64)key);
+	on_wakeup(PTR_ARG(ctx, 0), (__u64)key);
 	return 0;
 }
 
 SEC("fexit/vhost_exceeds_weight")
-int BPF_PROG(virt_vhost_fentry_weight, void *vq, int pkts, int total_len, bool ret)
+int BPF_PROG(virt_vhost_fentry_weight, void *vq, int pkts, int total_len, __u64 ret)
 {
-	on_weight(run_of_current(false), (__u64)vq, pkts, total_len, ret);
+	on_weight(PTR_ARG(ctx, 0), pkts, total_len, RET_BOOL(ret));
 	return 0;
 }
 
 SEC("fentry/vhost_dev_cleanup")
 int BPF_PROG(virt_vhost_fentry_cleanup, void *dev)
 {
-	on_cleanup((__u64)dev);
+	on_cleanup(PTR_ARG(ctx, 0));
 	return 0;
 }
 
@@ -398,15 +390,15 @@ int BPF_PROG(virt_vhost_fentry_cleanup, void *dev)
  * handler lives in (pmda/vhost.c loads only those of loaded modules). */
 #define FENTRY_HANDLER(drv, what, func)						\
 SEC("fentry/" #func)								\
-int BPF_PROG(virt_vhost_fentry_##drv##_##what, void *work)			\
+int BPF_PROG(virt_vhost_fentry_##drv##_##what)				\
 {										\
-	on_handler_start((__u64)work, false);					\
+	on_handler_start(PTR_ARG(ctx, 0));					\
 	return 0;								\
 }										\
 SEC("fexit/" #func)								\
-int BPF_PROG(virt_vhost_fentry_##drv##_##what##_end, void *work)		\
+int BPF_PROG(virt_vhost_fentry_##drv##_##what##_end)			\
 {										\
-	on_handler_end();							\
+	on_handler_end(PTR_ARG(ctx, 0));							\
 	return 0;								\
 }
 
@@ -428,16 +420,11 @@ int BPF_KPROBE(virt_vhost_kprobe_wakeup, void *wait, unsigned int mode, int sync
 }
 
 /* No kretprobe: the return value is recomputed from the arguments and the
- * device's budget read at handler start, as vhost_exceeds_weight() does. */
+ * device's budget, as vhost_exceeds_weight() does. */
 SEC("kprobe/vhost_exceeds_weight")
 int BPF_KPROBE(virt_vhost_kprobe_weight, void *vq, int pkts, int total_len)
 {
-	struct run *r = run_of_current(false);
-
-	if (!r || r->vq != (__u64)vq)
-		return 0;
-	on_weight(r, (__u64)vq, pkts, total_len,
-		  (r->byte_weight && total_len >= r->byte_weight) || pkts >= r->weight);
+	on_weight((__u64)vq, pkts, total_len, -1);
 	return 0;
 }
 
@@ -448,17 +435,46 @@ int BPF_KPROBE(virt_vhost_kprobe_cleanup, void *dev)
 	return 0;
 }
 
+/* A kretprobe does not see the handler's argument: the kprobe leaves the
+ * queue in the worker's task storage (it may migrate meanwhile). */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u64);
+} kprobe_work SEC(".maps");
+
+static __always_inline void kprobe_handler_start(__u64 work)
+{
+	__u64 *w = bpf_task_storage_get(&kprobe_work, bpf_get_current_task_btf(), 0,
+					BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+	if (w)
+		*w = work;
+	on_handler_start(work);
+}
+
+static __always_inline void kprobe_handler_end(void)
+{
+	__u64 *w = bpf_task_storage_get(&kprobe_work, bpf_get_current_task_btf(), 0, 0);
+
+	if (w && *w) {
+		on_handler_end(*w);
+		*w = 0;
+	}
+}
+
 #define KPROBE_HANDLER(drv, what, func)						\
 SEC("kprobe/" #func)								\
 int BPF_KPROBE(virt_vhost_kprobe_##drv##_##what, void *work)			\
 {										\
-	on_handler_start((__u64)work, true);					\
+	kprobe_handler_start((__u64)work);					\
 	return 0;								\
 }										\
 SEC("kretprobe/" #func)								\
 int BPF_KRETPROBE(virt_vhost_kprobe_##drv##_##what##_end)			\
 {										\
-	on_handler_end();							\
+	kprobe_handler_end();							\
 	return 0;								\
 }
 

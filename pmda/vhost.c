@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
@@ -49,7 +50,7 @@ static const struct virt_option vhost_options[NOPTS] = {
 	[OPT_STALL_US] = { "stall_threshold_us", VIRT_OPT_UINT, 1, 60000000, "1000",
 		"a kick whose wakeup->handler latency exceeds this many microseconds is a stall" },
 	[OPT_MAX_QUEUES] = { "max_queues", VIRT_OPT_UINT, 4, 65536, "1024",
-		"vhost virtqueues tracked; more are counted as dropped" },
+		"vhost virtqueues tracked (slots: twice this, rounded up to a power of two, for the queues and vhost-net's socket polls); a queue finding none free is counted as dropped" },
 	[OPT_MAX_EVENTS] = { "max_events", VIRT_OPT_UINT, 16, 1u << 20, "1024",
 		"stall event records the agent keeps for clients; older ones are dropped" },
 };
@@ -81,10 +82,10 @@ struct v_dev {
 	unsigned int refs;		/* queue pointers on it */
 };
 
-/* A struct vhost_virtqueue * seen in the queues map. */
+/* A struct vhost_virtqueue * seen in a slot of the queues array. */
 struct q_ptr {
 	uint64_t vq;
-	uint64_t born;			/* incarnation of vq (struct vhost_queue born) */
+	size_t slot;
 	struct q_row *row;
 	struct v_dev *dev;
 	uint64_t last[SW];
@@ -125,10 +126,9 @@ struct vhost_state {
 	size_t ndevs, capdevs;
 	struct kick_fn fns[64];
 	unsigned int nfns;
-	struct virt_bulk bulk;
-	int dumped;			/* entries in bulk from this refresh's dump */
-	struct { uint64_t vq, born; } fin[256];	/* finals seen this refresh */
-	unsigned int nfin;
+	struct virt_bulk bulk;		/* for the drops map */
+	struct vhost_slot *slots;	/* the queues array, mmap'ed */
+	size_t nslots, slots_len;
 	/* stall events */
 	struct stall_rec *ev;		/* ring of max_events */
 	size_t evcap;
@@ -193,16 +193,19 @@ static int try_variant(struct virt_family *fam, const char *variant, char *why, 
 {
 	struct vhost_state *st = fam->priv;
 	struct vhost_bpf *skel = vhost_bpf__open();
-	unsigned int n;
+	unsigned int n, bits = 1;
+	void *mem;
 	int err;
 
 	if (!skel) {
 		snprintf(why, len, "open: %s", strerror(errno));
 		return -1;
 	}
+	while ((1UL << bits) < 2 * fam->opts[OPT_MAX_QUEUES].u)
+		bits++;
 	skel->rodata->stall_ns = fam->opts[OPT_STALL_US].u * 1000ull;
-	bpf_map__set_max_entries(skel->maps.queues, (__u32)fam->opts[OPT_MAX_QUEUES].u);
-	bpf_map__set_max_entries(skel->maps.notvq, (__u32)fam->opts[OPT_MAX_QUEUES].u);
+	skel->rodata->slot_bits = bits;
+	bpf_map__set_max_entries(skel->maps.queues, 1U << bits);
 	virt_autoload_variant(skel->obj, "vhost", variant);
 	n = drop_absent(skel, st);
 	err = vhost_bpf__load(skel);
@@ -217,12 +220,23 @@ static int try_variant(struct virt_family *fam, const char *variant, char *why, 
 		vhost_bpf__destroy(skel);
 		return -1;
 	}
-	st->rb = ring_buffer__new(bpf_map__fd(skel->maps.stalls), on_record, st, NULL);
-	if (!st->rb) {
-		snprintf(why, len, "ring buffer: %s", strerror(errno));
+	st->slots_len = (size_t)bpf_map__value_size(skel->maps.queues) << bits;
+	mem = mmap(NULL, st->slots_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   bpf_map__fd(skel->maps.queues), 0);
+	if (mem == MAP_FAILED) {
+		snprintf(why, len, "mmap queues: %s", strerror(errno));
 		vhost_bpf__destroy(skel);
 		return -1;
 	}
+	st->rb = ring_buffer__new(bpf_map__fd(skel->maps.stalls), on_record, st, NULL);
+	if (!st->rb) {
+		snprintf(why, len, "ring buffer: %s", strerror(errno));
+		munmap(mem, st->slots_len);
+		vhost_bpf__destroy(skel);
+		return -1;
+	}
+	st->slots = mem;
+	st->nslots = 1UL << bits;
 	st->skel = skel;
 	fam->programs = n;
 	return 0;
@@ -248,13 +262,10 @@ static int vhost_attach(struct virt_family *fam)
 	struct vhost_state *st = fam->priv;
 
 	if (!st) {			/* first attach: rows live until exit */
-		size_t max = fam->opts[OPT_MAX_QUEUES].u;
-
 		st = calloc(1, sizeof(*st));
 		if (!st)
 			return -ENOMEM;
-		if (virt_bulk_alloc(&st->bulk, max < VHOST_DROPS ? VHOST_DROPS : max,
-				    sizeof(__u64), sizeof(struct vhost_queue)) < 0) {
+		if (virt_bulk_alloc(&st->bulk, VHOST_DROPS, sizeof(__u64), sizeof(__u64)) < 0) {
 			free(st);
 			return -ENOMEM;
 		}
@@ -421,7 +432,8 @@ static struct q_row *row_by_name(struct vhost_state *st, const char *name, uint3
 }
 
 /* First sight of a queue pointer: name it from its map value. */
-static struct q_ptr *ptr_add(struct vhost_state *st, uint64_t vq, const struct vhost_queue *v)
+static struct q_ptr *ptr_add(struct vhost_state *st, size_t slot, uint64_t vq,
+			     const struct vhost_queue *v)
 {
 	const struct kick_fn *fn = kick_fn_of(st, v->fn);
 	const char *kind = fn ? fn->kind : "vhost";
@@ -463,18 +475,46 @@ static struct q_ptr *ptr_add(struct vhost_state *st, uint64_t vq, const struct v
 	p = &st->ptrs[st->nptrs++];
 	memset(p, 0, sizeof(*p));
 	p->vq = vq;
-	p->born = v->born;
+	p->slot = slot;
 	p->row = r;
 	p->dev = d;
 	return p;
 }
 
+/* The queue at vq: the live one if a dead one had the address before. */
 static struct q_ptr *ptr_find(struct vhost_state *st, uint64_t vq)
 {
+	struct q_ptr *dead = NULL;
+
 	for (size_t i = 0; i < st->nptrs; i++)
-		if (st->ptrs[i].vq == vq)
+		if (st->ptrs[i].vq == vq) {
+			if (!st->ptrs[i].last[W(dead)])
+				return &st->ptrs[i];
+			dead = &st->ptrs[i];
+		}
+	return dead;
+}
+
+static struct q_ptr *ptr_at(struct vhost_state *st, size_t slot)
+{
+	for (size_t i = 0; i < st->nptrs; i++)
+		if (st->ptrs[i].slot == slot)
 			return &st->ptrs[i];
 	return NULL;
+}
+
+/* Give a slot back: its words are zeroed first, all but the dead mark (the
+ * BPF side skips a dead slot and no longer finds one whose vq changed),
+ * then vq says "freed"; the queue that claims it next clears the mark. */
+static void slot_free(struct vhost_state *st, size_t slot)
+{
+	struct vhost_slot *s = &st->slots[slot];
+	uint64_t *w = (uint64_t *)s, dead = W(dead) + offsetof(struct vhost_slot, q) / 8;
+
+	for (size_t k = 1; k < sizeof(*s) / sizeof(uint64_t); k++)
+		if (k != dead)
+			__atomic_store_n(&w[k], 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->vq, VHOST_SLOT_FREED, __ATOMIC_RELEASE);
 }
 
 static void fold(struct q_ptr *p)
@@ -483,17 +523,15 @@ static void fold(struct q_ptr *p)
 		p->row->base[w] += p->last[w];
 }
 
-/* A dead or vanished pointer: its counts go into the row, its map entry
- * and (last queue) device go. */
-static void ptr_bury(struct vhost_state *st, size_t i, bool delete)
+/* A dead or vanished pointer: its counts go into the row, its slot (if
+ * free) and (last queue) device go. */
+static void ptr_bury(struct vhost_state *st, size_t i, bool free)
 {
 	struct q_ptr *p = &st->ptrs[i];
 
 	fold(p);
-	if (delete && st->skel) {
-		virt_bpf_syscalls++;
-		bpf_map_delete_elem(bpf_map__fd(st->skel->maps.queues), &p->vq);
-	}
+	if (free && st->slots)
+		slot_free(st, p->slot);
 	dev_put(st, p->dev);
 	st->ptrs[i] = st->ptrs[--st->nptrs];
 }
@@ -513,6 +551,10 @@ static void vhost_detach(struct virt_family *fam)
 		return;
 	ring_buffer__free(st->rb);
 	st->rb = NULL;
+	if (st->slots)
+		munmap(st->slots, st->slots_len);
+	st->slots = NULL;
+	st->nslots = 0;
 	vhost_bpf__destroy(st->skel);
 	st->skel = NULL;
 	while (st->nptrs)
@@ -538,40 +580,7 @@ static uint64_t clock_ns(clockid_t c)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void ptr_bury(struct vhost_state *st, size_t i, bool delete);
-
-static const struct vhost_queue *dumped(struct vhost_state *st, uint64_t vq)
-{
-	for (int i = 0; i < st->dumped; i++)
-		if (((uint64_t *)st->bulk.keys)[i] == vq)
-			return (const void *)((char *)st->bulk.vals +
-					      (size_t)i * sizeof(struct vhost_queue));
-	return NULL;
-}
-
-/* The final values of a queue whose device was cleaned up: into its row,
- * and the pointer goes (the BPF side deleted its map entry). */
-static void on_final(struct vhost_state *st, const struct vhost_final *f)
-{
-	struct q_ptr *p = NULL;
-
-	for (size_t i = 0; i < st->nptrs; i++)
-		if (st->ptrs[i].vq == f->vq && st->ptrs[i].born == f->q.born)
-			p = &st->ptrs[i];
-	if (!p)
-		p = ptr_add(st, f->vq, &f->q);
-	if (st->nfin < sizeof(st->fin) / sizeof(st->fin[0])) {
-		st->fin[st->nfin].vq = f->vq;
-		st->fin[st->nfin++].born = f->q.born;
-	}
-	if (!p)
-		return;
-	memcpy(p->last, &f->q, sizeof(p->last));
-	ptr_bury(st, (size_t)(p - st->ptrs), false);
-}
-
-/* One record from the ring buffer: a stall into the agent queue, or a
- * queue's final values. */
+/* One record from the ring buffer: a stall into the agent queue. */
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct vhost_state *st = ctx;
@@ -580,10 +589,6 @@ static int on_record(void *ctx, void *data, size_t size)
 	struct q_ptr *p;
 	uint64_t wall, mono;
 
-	if (size >= sizeof(struct vhost_final) && e->kind == VHOST_REC_FINAL) {
-		on_final(st, data);
-		return 0;
-	}
 	if (size < sizeof(*e) || e->kind != VHOST_REC_STALL)
 		return 0;
 	r = &st->ev[st->evnext % st->evcap];
@@ -602,12 +607,6 @@ static int on_record(void *ctx, void *data, size_t size)
 	r->tv.tv_sec = (time_t)(wall / 1000000000ull);
 	r->tv.tv_usec = (suseconds_t)(wall % 1000000000ull / 1000);
 	p = ptr_find(st, e->vq);
-	if (!p) {
-		const struct vhost_queue *v = dumped(st, e->vq);
-
-		if (v)
-			p = ptr_add(st, e->vq, v);
-	}
 	snprintf(r->queue, sizeof(r->queue), "%s", p ? p->row->lat.name : "unknown");
 	r->latency = e->latency;
 	r->cpu = e->cpu;
@@ -680,47 +679,59 @@ static bool pid_alive(uint32_t pid)
 	return stat(path, &sb) == 0;
 }
 
+/* A slot's words, each an aligned 8-byte load: the BPF side may be adding
+ * to them. */
+static void read_slot(const struct vhost_slot *s, struct vhost_queue *out)
+{
+	const uint64_t *w = (const uint64_t *)&s->q;
+	uint64_t *o = (uint64_t *)out;
+
+	for (size_t i = 0; i < SW; i++)
+		o[i] = __atomic_load_n(&w[i], __ATOMIC_RELAXED);
+}
+
+/* Every slot in use: a queue's counters into its pointer (first sight:
+ * named), a dead poll's slot given back. */
+static void read_slots(struct vhost_state *st)
+{
+	struct vhost_queue v = { 0 };
+
+	for (size_t i = 0; i < st->nptrs; i++)
+		st->ptrs[i].seen = false;
+	for (size_t k = 0; k < st->nslots; k++) {
+		struct vhost_slot *s = &st->slots[k];
+		uint64_t vq = __atomic_load_n(&s->vq, __ATOMIC_ACQUIRE);
+		struct q_ptr *p;
+
+		if (vq <= VHOST_SLOT_FREED)
+			continue;
+		read_slot(s, &v);
+		if (!v.dev)
+			continue;	/* being claimed */
+		if (__atomic_load_n(&s->notvq, __ATOMIC_RELAXED)) {
+			if (v.dead)
+				slot_free(st, k);
+			continue;
+		}
+		/* only the agent frees a slot: a pointer there is this queue */
+		p = ptr_at(st, k);
+		if (!p && !(p = ptr_add(st, k, vq, &v)))
+			continue;
+		memcpy(p->last, &v, sizeof(p->last));
+		p->seen = true;
+	}
+}
+
 static int vhost_refresh(struct virt_family *fam)
 {
 	struct vhost_state *st = fam->priv;
-	struct bpf_map *map = st->skel->maps.queues;
-	size_t stride = sizeof(struct vhost_queue);	/* not per-CPU */
-	int got = virt_map_dump(bpf_map__fd(map), st->bulk.keys, sizeof(__u64), st->bulk.vals,
-				stride, bpf_map__max_entries(map));
 
-	if (got < 0)
-		return got;
-	/* ring buffer first: final values of queues cleaned up since the
-	 * last refresh (and stall records, named through the pointers) */
-	st->dumped = got;
-	st->nfin = 0;
+	read_slots(st);
+	/* stall records name their queue: before dead queues leave */
 	if (st->rb) {
 		virt_bpf_syscalls++;
 		ring_buffer__consume(st->rb);
 	}
-	for (size_t i = 0; i < st->nptrs; i++)
-		st->ptrs[i].seen = false;
-	for (int i = 0; i < got; i++) {
-		uint64_t vq = ((uint64_t *)st->bulk.keys)[i];
-		const struct vhost_queue *v =
-			(const void *)((char *)st->bulk.vals + (size_t)i * stride);
-		struct q_ptr *p = ptr_find(st, vq);
-		bool final = false;
-
-		for (unsigned int f = 0; f < st->nfin; f++)
-			final |= st->fin[f].vq == vq && st->fin[f].born == v->born;
-		if (final || !v->dev)
-			continue;	/* read before its final record, or being born */
-		if (p && p->born != v->born) {	/* a new device at the same address */
-			ptr_bury(st, (size_t)(p - st->ptrs), false);
-			p = NULL;
-		}
-		if (!p && !(p = ptr_add(st, vq, v)))
-			continue;
-		memcpy(p->last, v, sizeof(p->last));
-		p->seen = true;
-	}
-	st->dumped = 0;
 	for (size_t i = 0; i < st->nptrs;) {
 		struct q_ptr *p = &st->ptrs[i];
 
