@@ -233,8 +233,16 @@ static void load_modules(void)
 			continue;
 		}
 		mod = dlsym(dl, "virt_module");
-		if (!mod || mod->abi != VIRT_MODULE_ABI || strcmp(mod->name, fam->name) != 0) {
-			virt_set_reason(fam, "%s: not a pmdavirt module (ABI %d)", path, VIRT_MODULE_ABI);
+		if (!mod || strcmp(mod->name, fam->name) != 0) {
+			virt_set_reason(fam, "%s: not a pmdavirt module for %s", path, fam->name);
+			dlclose(dl);
+			continue;
+		}
+		if (mod->abi != VIRT_MODULE_ABI) {
+			virt_set_reason(fam, "%s: built for module version %u with metric tables %08x, "
+					"the agent has %u with %08x: rebuild and install both",
+					path, (unsigned int)(mod->abi >> 32), (unsigned int)mod->abi,
+					VIRT_MODULE_VERSION, (unsigned int)VIRT_TABLES_CRC);
 			dlclose(dl);
 			continue;
 		}
@@ -244,7 +252,8 @@ static void load_modules(void)
 }
 
 /* Parse virt.conf into the families' options. A family whose module failed
- * to load still gets its section checked for "enabled". */
+ * to load still gets its section checked for "enabled"; its other options
+ * cannot be checked, and its status keeps the reason it did not load. */
 static void load_config(void)
 {
 	struct cfg_section secs[VIRT_NFAMILIES];
@@ -289,12 +298,14 @@ static void load_config(void)
 		fam->state = VIRT_DISABLED;
 		_Static_assert(sizeof(fam->want_method) == sizeof(secs[i].method), "method size");
 		memcpy(fam->want_method, secs[i].method, sizeof(fam->want_method));
-		if (secs[i].broken)
+		if (!fam->mod && secs[i].enabled)	/* its options are unknown without */
+			fam->state = VIRT_UNAVAILABLE;	/* it: reason says why it did not load */
+		else if (secs[i].broken && fam->mod)
 			virt_set_reason(fam, "bad configuration at %s:%d (details in the PMDA log)",
 					config_path, secs[i].broken_line);
-		else if (!secs[i].enabled)
+		else if (!secs[i].enabled || !fam->mod)
 			fam->reason[0] = '\0';
-		else	/* without a module, reason says why it did not load */
+		else
 			fam->state = VIRT_UNAVAILABLE;
 	}
 }
