@@ -145,7 +145,7 @@ unsigned int virt_autoload_variant(struct bpf_object *obj, const char *family,
 /* Bulk map reads: one BPF_MAP_LOOKUP_BATCH for the whole map (a few when
  * the kernel returns less). values holds max_entries values; a per-CPU
  * value is round_up(value_size, 8) * virt_ncpus() bytes. Returns the number
- * of entries read or -errno. *syscalls (optional) is incremented per bpf(). */
+ * of entries read or -errno; each bpf() call counts in virt_bpf_syscalls. */
 int virt_ncpus(void);
 int virt_map_dump(int fd, void *keys, size_t key_size, void *values,
 		  size_t value_size, unsigned int max_entries);
