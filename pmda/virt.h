@@ -134,6 +134,37 @@ int virt_attach_chain(struct virt_family *fam, const struct virt_method *m,
 int virt_btf_targets_register(void);
 void virt_btf_targets_release(void);
 
+/*
+ * One attach of a family's BPF skeleton, the same for every family:
+ * for each of the family's methods in order (or only the one virt.conf
+ * names): open -> configure -> enable that variant's programs -> load ->
+ * attach -> attached; the first that gets through is kept, and any step's
+ * failure destroys the object in one place and is recorded per method
+ * in fam->reason. A family describes its part in a table:
+ */
+struct virt_skel {			/* how every bpftool skeleton begins */
+	struct bpf_object_skeleton *skeleton;
+	struct bpf_object *obj;
+};
+struct virt_attach_ops {
+	const char *const *methods;	/* variant names, cheapest first */
+	unsigned int nmethods;
+	/* the skeleton's __open(), as a struct virt_skel * */
+	struct virt_skel *(*open)(void);
+	/* before load: rodata, map sizes (may be NULL). 0, or -1 with why */
+	int (*configure)(struct virt_family *fam, struct virt_skel *skel,
+			 const char *method, char *why, size_t len);
+	/* after attach: map memory, per-attach state (may be NULL). 0, or -1
+	 * with why, having undone its own work */
+	int (*attached)(struct virt_family *fam, struct virt_skel *skel,
+			char *why, size_t len);
+};
+/* The attached skeleton (fam->method and fam->programs set), or NULL with
+ * fam->reason listing each method's failure. */
+struct virt_skel *virt_attach_skel(struct virt_family *fam, const struct virt_attach_ops *ops);
+/* Detach and free what virt_attach_skel returned (NULL is fine). */
+void virt_skel_destroy(struct virt_skel *skel);
+
 /* Variants of a family's programs live in one BPF object, named
  * virt_<family>_<variant>_<what> (e.g. virt_virtio_fentry_add_sgs and
  * virt_virtio_kprobe_add_sgs). Before load, enable only one variant's
