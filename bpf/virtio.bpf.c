@@ -30,7 +30,7 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* false: no add->completion timing (no inflight records, no clock reads) */
+/* false: no add->completion timing (no timed tokens, no clock reads) */
 const volatile bool latency = true;
 
 #define SG_CHAIN_BIT	0x01UL	/* include/linux/scatterlist.h SG_CHAIN */
@@ -44,8 +44,10 @@ const volatile bool latency = true;
  * bpf_get_func_arg() is inlined and hands over a scalar. */
 #define VQ_ARG(ctx)	({ __u64 __vq = 0; bpf_get_func_arg(ctx, 0, &__vq); __vq; })
 
-/* log2 of the number of slots in "queues" (set by the agent) */
+/* log2 of the number of slots in "queues" and of each queue's sets in
+ * "timed" (set by the agent; set_bits >= 1) */
 const volatile __u32 slot_bits = 10;
+const volatile __u32 set_bits = 6;
 
 /* One slot per virtqueue, shared by all CPUs: the operations that count
  * into it (add, get_buf, kick_prepare/kick, detach) are serialised per
@@ -68,17 +70,19 @@ struct {
 	__type(value, struct virtio_vq_info);
 } info SEC(".maps");
 
-/* Add time of every buffer in flight, keyed by (queue, driver token).
- * A plain hash, not LRU: a full map refuses the insert, which is counted
- * (untracked, drops) instead of silently evicting another record. Records
- * cannot leak: completion and detach_unused_buf remove them, and
- * vring_del_virtqueue purges every record of a queue that goes away. */
+/* Add time of every timed buffer in flight: each queue owns 1 << set_bits
+ * sets of VIRTIO_WAYS (token, time) pairs, the token's hash picks the set.
+ * An add finding its set full is counted (untracked, drops), nothing is
+ * evicted. Records cannot leak: completion and detach_unused_buf clear
+ * them, and vring_del_virtqueue clears every set of a queue that goes
+ * away. Only the queue's own (serialised) operations touch its sets: no
+ * atomics, and the lookup is inlined (array). */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct virtio_token);
-	__type(value, __u64);
-} inflight SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << 16);
+	__type(key, __u32);
+	__type(value, struct virtio_timed);
+} timed SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -120,9 +124,14 @@ static __always_inline __u32 home_slot(__u64 vq)
 }
 
 /* The i-th slot of a queue's probe window (the mask keeps it in the array). */
+static __always_inline __u32 probe_key(__u64 vq, __u32 i)
+{
+	return (home_slot(vq) + i) & ((1U << slot_bits) - 1);
+}
+
 static __always_inline struct virtio_slot *probe_slot(__u64 vq, __u32 i)
 {
-	__u32 k = (home_slot(vq) + i) & ((1U << slot_bits) - 1);
+	__u32 k = probe_key(vq, i);
 
 	return bpf_map_lookup_elem(&queues, &k);
 }
@@ -139,18 +148,22 @@ static __always_inline struct virtio_slot *claimed(struct virtio_slot *s, __u64 
  * new queue takes (create) with a compare-and-swap (two CPUs seeing a
  * queue first at once both end up in the one that won); freed slots are
  * reused only when the window has no never-used slot. A slot whose queue
- * died is skipped: a new queue at the same address gets a slot of its own. */
-static __always_inline struct virtio_slot *lookup_queue(__u64 vq, bool create)
+ * died is skipped: a new queue at the same address gets a slot of its own.
+ * *at: the slot's index (where the queue's timed sets are). */
+static __always_inline struct virtio_slot *lookup_queue(__u64 vq, bool create, __u32 *at)
 {
 	struct virtio_slot *freed = NULL;
+	__u32 freed_k = 0;
 	__u64 owner;
 
 	for (__u32 i = 0; i < VIRTIO_PROBE; i++) {
-		struct virtio_slot *s = probe_slot(vq, i);
+		__u32 k = probe_key(vq, i);
+		struct virtio_slot *s = bpf_map_lookup_elem(&queues, &k);
 
 		if (!s)
 			break;
 		owner = s->vq;
+		*at = k;
 		if (owner == vq && !s->s.dead)
 			return s;
 		if (owner == 0) {
@@ -163,12 +176,14 @@ static __always_inline struct virtio_slot *lookup_queue(__u64 vq, bool create)
 				return s;
 		} else if (owner == VIRTIO_SLOT_FREED && !freed) {
 			freed = s;
+			freed_k = k;
 		}
 	}
 	if (!create)
 		return NULL;
 	if (freed) {
 		owner = __sync_val_compare_and_swap(&freed->vq, VIRTIO_SLOT_FREED, vq);
+		*at = freed_k;
 		if (owner == VIRTIO_SLOT_FREED)
 			return claimed(freed, vq);
 		if (owner == vq)
@@ -180,9 +195,9 @@ static __always_inline struct virtio_slot *lookup_queue(__u64 vq, bool create)
 
 /* A queue that counts something takes a slot; one that only polls (an
  * empty get_buf, a kick_prepare saying "no notify") is not an instance. */
-static __always_inline struct virtio_slot *queue(__u64 vq)
+static __always_inline struct virtio_slot *queue(__u64 vq, __u32 *at)
 {
-	return lookup_queue(vq, true);
+	return lookup_queue(vq, true, at);
 }
 
 /* ----------------------------------------------------- scatterlist walk */
@@ -264,9 +279,11 @@ static long walk_step(__u32 i, void *ctx)
 #define WALK_INLINE	4
 
 /* Count one add_* call: sgs as virtiostat counts them (the out/in list
- * counts: 1 for add_outbuf/add_inbuf), bytes over the whole lists. */
+ * counts: 1 for add_outbuf/add_inbuf), bytes over the whole lists. head:
+ * the single list's first entry, loaded by the caller (fexit: a typed
+ * argument, no probe read), or NULL. */
 static __always_inline void record_sgs(struct virtio_stats *s, __u64 sgs, __u64 first,
-				       __u32 out, __u32 in)
+				       __u32 out, __u32 in, const struct sg_head *head)
 {
 	struct walk w = {
 		.sgs = sgs, .nlists = out + in, .out = out,
@@ -276,7 +293,19 @@ static __always_inline void record_sgs(struct virtio_stats *s, __u64 sgs, __u64 
 	s->sgs_in += in;
 	if (!w.nlists)
 		return;
-	if (sgs) {
+	if (head) {
+		if (out)
+			w.bytes_out = head->length;
+		else
+			w.bytes_in = head->length;
+		if (head->page_link & SG_END_BIT) {	/* one entry: most adds */
+			s->bytes_out += w.bytes_out;
+			s->bytes_in += w.bytes_in;
+			return;
+		}
+		w.sg = first + bpf_core_type_size(struct scatterlist);
+		w.stepped = 1;
+	} else if (sgs) {
 		if (bpf_probe_read_kernel(&w.sg, sizeof(w.sg), (void *)sgs))
 			return;
 	} else {
@@ -294,76 +323,105 @@ static __always_inline void record_sgs(struct virtio_stats *s, __u64 sgs, __u64 
 		s->truncated++;
 }
 
-/* The add returned ret: count it and remember when the token went in. */
-static __always_inline void record_add(struct virtio_stats *s, __u64 vq, __u64 data, int ret)
-{
-	struct virtio_token key = { vq, data };
-	__u64 now;
+/* ------------------------------------------------------ timed tokens */
 
+/* The set that tok hashes to among those of the queue in slot at. */
+static __always_inline struct virtio_timed *timed_set(__u32 at, __u64 tok)
+{
+	__u32 k = (at << set_bits) |
+		  (__u32)((tok * 0x9E3779B97F4A7C15ULL) >> (64 - set_bits));
+
+	return bpf_map_lookup_elem(&timed, &k);
+}
+
+/* The way holding tok (tok 0: a free way), or VIRTIO_WAYS. */
+static __always_inline __u32 way_of(const struct virtio_timed *t, __u64 tok)
+{
+	for (__u32 j = 0; j < VIRTIO_WAYS; j++)
+		if (t->tok[j] == tok)
+			return j;
+	return VIRTIO_WAYS;
+}
+
+/* Remember when tok went in. */
+static __always_inline void time_add(struct virtio_slot *q, __u32 at, __u64 tok)
+{
+	struct virtio_timed *t = timed_set(at, tok);
+	__u32 j;
+
+	if (!t)
+		return;
+	j = way_of(t, tok);
+	if (j < VIRTIO_WAYS) {
+		/* still recorded: its completion was never seen, so retire
+		 * the old record and time the new add */
+		q->s.settled++;
+	} else if ((j = way_of(t, 0)) >= VIRTIO_WAYS) {
+		q->s.untracked++;
+		VIRT_DROP(drops, VIRTIO_DROP_INFLIGHT);
+		return;
+	}
+	t->tok[j] = tok;
+	t->ts[j] = bpf_ktime_get_ns();
+}
+
+/* The add returned ret: count it and time it. */
+static __always_inline void record_add(struct virtio_slot *q, __u32 at, __u64 data, int ret)
+{
 	if (ret) {
 		if (ret == -ENOSPC_ERR)
-			s->ring_full++;
+			q->s.ring_full++;
 		return;
 	}
-	s->adds++;
-	if (!latency)
-		return;
-	now = bpf_ktime_get_ns();
-	if (!bpf_map_update_elem(&inflight, &key, &now, BPF_NOEXIST))
-		return;
-	/* the token is still recorded: its completion was never seen, so
-	 * retire the old record and time the new add */
-	if (bpf_map_lookup_elem(&inflight, &key)) {
-		s->settled++;
-		bpf_map_update_elem(&inflight, &key, &now, BPF_EXIST);
-		return;
-	}
-	s->untracked++;
-	VIRT_DROP(drops, VIRTIO_DROP_INFLIGHT);
+	q->s.adds++;
+	if (latency)
+		time_add(q, at, data);
 }
 
 static __always_inline void add_call(__u64 vq, __u64 sgs, __u64 first, __u32 out, __u32 in,
-				     __u64 data, int ret)
+				     const struct sg_head *head, __u64 data, int ret)
 {
-	struct virtio_slot *q = queue(vq);
+	__u32 at = 0;
+	struct virtio_slot *q = queue(vq, &at);
 
 	if (!q)
 		return;
-	record_sgs(&q->s, sgs, first, out, in);
-	record_add(&q->s, vq, data, ret);
+	record_sgs(&q->s, sgs, first, out, in, head);
+	record_add(q, at, data, ret);
 }
 
 /* A buffer came back (completed = true) or was reclaimed unused. */
-static __always_inline void settle(struct virtio_slot *q, __u64 vq, __u64 tok, bool completed)
+static __always_inline void settle(struct virtio_slot *q, __u32 at, __u64 tok, bool completed)
 {
-	struct virtio_token key = { vq, tok };
-	__u64 *ts;
+	struct virtio_timed *t;
+	__u32 j;
 
 	if (completed)
 		q->s.completions++;
-	if (!latency)
+	if (!latency || !(t = timed_set(at, tok)))
 		return;
-	ts = bpf_map_lookup_elem(&inflight, &key);
-	if (!ts)
+	j = way_of(t, tok);
+	if (j >= VIRTIO_WAYS)
 		return;		/* added before attach (or untracked) */
 	if (completed) {
-		__u32 b = virt_log2_bucket(bpf_ktime_get_ns() - *ts);
+		__u32 b = virt_log2_bucket(bpf_ktime_get_ns() - t->ts[j]);
 
 		if (b < VIRT_HIST_BUCKETS)
 			q->s.hist[b]++;
 	}
 	q->s.settled++;
-	bpf_map_delete_elem(&inflight, &key);
+	t->tok[j] = 0;
 }
 
 static __always_inline void on_get_buf_ctx(__u64 vq, __u64 ret)
 {
 	struct virtio_slot *q;
+	__u32 at = 0;
 
-	if (!ret || !(q = queue(vq)))
+	if (!ret || !(q = queue(vq, &at)))
 		return;
 	q->last_tok = ret;
-	settle(q, vq, ret, true);
+	settle(q, at, ret, true);
 }
 
 /* virtqueue_get_buf: on kernels where it calls virtqueue_get_buf_ctx out
@@ -372,22 +430,24 @@ static __always_inline void on_get_buf_ctx(__u64 vq, __u64 ret)
 static __always_inline void on_get_buf(__u64 vq, __u64 ret)
 {
 	struct virtio_slot *q;
+	__u32 at = 0;
 	bool nested;
 
-	if (!ret || !(q = queue(vq)))
+	if (!ret || !(q = queue(vq, &at)))
 		return;
 	nested = q->last_tok == ret;
 	q->last_tok = 0;
 	if (!nested)
-		settle(q, vq, ret, true);
+		settle(q, at, ret, true);
 }
 
 static __always_inline void on_detach(__u64 vq, __u64 ret)
 {
 	struct virtio_slot *q;
+	__u32 at = 0;
 
-	if (ret && (q = queue(vq)))
-		settle(q, vq, ret, false);
+	if (ret && (q = queue(vq, &at)))
+		settle(q, at, ret, false);
 }
 
 /* prepared = the CPU (+ 1) whose kick_prepare said "notify": virtio-blk
@@ -395,7 +455,8 @@ static __always_inline void on_detach(__u64 vq, __u64 ret)
  * between this CPU's kick_prepare and kick, and must not take its kick. */
 static __always_inline void on_kick_prepare(__u64 vq, bool ret)
 {
-	struct virtio_slot *q = lookup_queue(vq, ret);
+	__u32 at = 0;
+	struct virtio_slot *q = lookup_queue(vq, ret, &at);
 
 	if (q)
 		q->prepared = ret ? bpf_get_smp_processor_id() + 1 : 0;
@@ -404,7 +465,8 @@ static __always_inline void on_kick_prepare(__u64 vq, bool ret)
 /* virtqueue_notify: a notification went out if it returned true. */
 static __always_inline void on_notify(__u64 vq, bool ret)
 {
-	struct virtio_slot *q = lookup_queue(vq, ret);
+	__u32 at = 0;
+	struct virtio_slot *q = lookup_queue(vq, ret, &at);
 	__u64 me;
 
 	if (!q)
@@ -423,7 +485,8 @@ static __always_inline void on_notify(__u64 vq, bool ret)
  * cleared prepared. */
 static __always_inline void on_kick(__u64 vq, bool ret)
 {
-	struct virtio_slot *q = lookup_queue(vq, false);
+	__u32 at = 0;
+	struct virtio_slot *q = lookup_queue(vq, false, &at);
 	__u64 me;
 
 	if (!q || !q->prepared)
@@ -439,33 +502,42 @@ static __always_inline void on_kick(__u64 vq, bool ret)
 static __always_inline void on_interrupt(__u64 vq, int ret)
 {
 	struct virtio_slot *q;
+	__u32 at = 0;
 
-	if (ret == IRQ_HANDLED_RET && (q = queue(vq)))
+	if (ret == IRQ_HANDLED_RET && (q = queue(vq, &at)))
 		q->s.interrupts++;
 }
 
-static long purge_one(struct bpf_map *map, struct virtio_token *key, __u64 *val, void *ctx)
+static long clear_set(__u32 i, void *ctx)
 {
-	if (key->vq == *(__u64 *)ctx)
-		bpf_map_delete_elem(map, key);
+	__u32 k = *(__u32 *)ctx + i;
+	struct virtio_timed *t = bpf_map_lookup_elem(&timed, &k);
+
+	if (t)
+		for (__u32 j = 0; j < VIRTIO_WAYS; j++)
+			t->tok[j] = 0;
 	return 0;
 }
 
 /* The queue is being freed: mark its slot (every slot it holds, were two
  * CPUs ever to claim two) for the agent, which folds and frees it, and
- * drop its in-flight records. */
+ * clear its timed sets (the slot's next owner starts empty). */
 static __always_inline void on_del(__u64 vq)
 {
 	for (__u32 i = 0; i < VIRTIO_PROBE; i++) {
 		struct virtio_slot *s = probe_slot(vq, i);
+		__u32 base;
 
 		if (!s || s->vq == 0)
 			break;
-		if (s->vq == vq)
-			s->s.dead = 1;
+		if (s->vq != vq)
+			continue;
+		s->s.dead = 1;
+		if (latency) {
+			base = probe_key(vq, i) << set_bits;
+			bpf_loop(1U << set_bits, clear_set, &base, 0);
+		}
 	}
-	if (latency)
-		bpf_for_each_map_elem(&inflight, purge_one, &vq, 0);
 }
 
 /* ---------------------------------------------------- fentry / fexit */
@@ -480,15 +552,27 @@ int BPF_PROG(virt_virtio_fentry_add_sgs, struct virtqueue *vq, void *sgs_unused,
 	__u64 sgs = 0;
 
 	bpf_get_func_arg(ctx, 1, &sgs);
-	add_call(VQ_ARG(ctx), sgs, 0, out_sgs, in_sgs, (__u64)data, ret);
+	add_call(VQ_ARG(ctx), sgs, 0, out_sgs, in_sgs, NULL, (__u64)data, ret);
 	return 0;
+}
+
+/* A single list: its first entry through the typed argument (a plain
+ * load), the rest (if any) walked from its address as a number. */
+static __always_inline void add_one_list(unsigned long long *ctx, struct scatterlist *sg,
+					 __u32 out, __u64 data, int ret)
+{
+	struct sg_head head = { .page_link = sg->page_link, .length = sg->length };
+	__u64 first = 0;
+
+	bpf_get_func_arg(ctx, 1, &first);
+	add_call(VQ_ARG(ctx), 0, first, out, !out, &head, data, ret);
 }
 
 SEC("fexit/virtqueue_add_outbuf")
 int BPF_PROG(virt_virtio_fentry_add_outbuf, struct virtqueue *vq, struct scatterlist *sg,
 	     unsigned int num, void *data, gfp_t gfp, int ret)
 {
-	add_call(VQ_ARG(ctx), 0, (__u64)sg, 1, 0, (__u64)data, ret);
+	add_one_list(ctx, sg, 1, (__u64)data, ret);
 	return 0;
 }
 
@@ -496,7 +580,7 @@ SEC("fexit/virtqueue_add_inbuf")
 int BPF_PROG(virt_virtio_fentry_add_inbuf, struct virtqueue *vq, struct scatterlist *sg,
 	     unsigned int num, void *data, gfp_t gfp, int ret)
 {
-	add_call(VQ_ARG(ctx), 0, (__u64)sg, 0, 1, (__u64)data, ret);
+	add_one_list(ctx, sg, 0, (__u64)data, ret);
 	return 0;
 }
 
@@ -504,7 +588,7 @@ SEC("fexit/virtqueue_add_inbuf_ctx")
 int BPF_PROG(virt_virtio_fentry_add_inbuf_ctx, struct virtqueue *vq, struct scatterlist *sg,
 	     unsigned int num, void *data, void *ctx_, gfp_t gfp, int ret)
 {
-	add_call(VQ_ARG(ctx), 0, (__u64)sg, 0, 1, (__u64)data, ret);
+	add_one_list(ctx, sg, 0, (__u64)data, ret);
 	return 0;
 }
 
@@ -648,10 +732,11 @@ static __always_inline bool pop(__u32 fn, __u64 *vq, __u64 *data)
 static __always_inline void add_entry(__u64 vq, __u64 sgs, __u64 first, __u32 out, __u32 in,
 				      __u64 data)
 {
-	struct virtio_slot *q = queue(vq);
+	__u32 at = 0;
+	struct virtio_slot *q = queue(vq, &at);
 
 	if (q)
-		record_sgs(&q->s, sgs, first, out, in);
+		record_sgs(&q->s, sgs, first, out, in, NULL);
 	push(FN_ADD, vq, data);
 }
 
@@ -659,12 +744,13 @@ static __always_inline void add_return(int ret)
 {
 	struct virtio_slot *q;
 	__u64 vq, data;
+	__u32 at = 0;
 
 	if (!pop(FN_ADD, &vq, &data))
 		return;
-	q = queue(vq);
+	q = queue(vq, &at);
 	if (q)
-		record_add(&q->s, vq, data, ret);
+		record_add(q, at, data, ret);
 }
 
 SEC("kprobe/virtqueue_add_sgs")
