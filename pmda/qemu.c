@@ -297,7 +297,7 @@ static void find_symbols(struct q_bin *b, Elf *e)
 			return;
 		se = de;
 	}
-	for (size_t i = 0; i < sizeof(rx_syms) / sizeof(rx_syms[0]) && !rx; i++)
+	for (size_t i = 0; i < VIRT_ARRAY_SIZE(rx_syms) && !rx; i++)
 		if ((rx = symtab_func(se, rx_syms[i])))
 			b->rx_sym = rx_syms[i];
 	fl = symtab_func(se, flush_sym);
@@ -364,7 +364,7 @@ static bool attach_uprobes(struct qemu_bpf *skel, struct q_bin *b, const char *e
 		{ skel->progs.virt_qemu_uprobe_sendv, false, b->sendv_off, sendv_sym },
 	};
 
-	for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++) {
+	for (size_t i = 0; i < VIRT_ARRAY_SIZE(u); i++) {
 		struct bpf_link *l = bpf_program__attach_uprobe(u[i].prog, u[i].ret, -1, exe,
 								 (size_t)u[i].off);
 
@@ -386,7 +386,7 @@ static bool attach_usdt(struct qemu_bpf *skel, struct q_bin *b, const char *exe,
 		{ skel->progs.virt_qemu_usdt_notify_irqfd, "virtio_notify_irqfd" },
 	};
 
-	for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++) {
+	for (size_t i = 0; i < VIRT_ARRAY_SIZE(u); i++) {
 		struct bpf_link *l = bpf_program__attach_usdt(u[i].prog, -1, exe, "qemu",
 							      u[i].name, NULL);
 

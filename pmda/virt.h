@@ -16,32 +16,39 @@
 #include <pcp/pmapi.h>
 #include <pcp/pmda.h>
 #include "config.h"
+#include "domain.h"
 
-#define VIRT_DOMAIN 498
-#define VIRT_MODULE_ABI 1
+#define VIRT_DOMAIN VIRT
+/* A module answers for metrics by their VIRT_M_ ids, so it must be built
+ * with the agent's metric tables: the ABI is the struct's version in the
+ * high word and a checksum of metrics/<*>.def (build/tables.h, made by the
+ * GNUmakefile) in the low one. */
+#include "tables.h"
+#define VIRT_MODULE_VERSION 2u
+#define VIRT_MODULE_ABI ((uint64_t)VIRT_MODULE_VERSION << 32 | VIRT_TABLES_CRC)
 
 /* Global metric ids: VIRT_M_<ID> for every VIRT_METRIC in metrics/<family>.def. */
 enum virt_metric_id {
 #define VIRT_METRIC(fam, id, name, item, type, indom, sem, units) VIRT_M_##id,
-#include "../metrics/all.def"
+#include "all.def"
 	VIRT_NMETRICS
 };
 
 /* Instance domains: VIRT_I_<ID>, indexes into the agent's pmdaIndom table. */
 enum virt_indom_id {
 #define VIRT_INDOM(fam, id, serial, text) VIRT_I_##id,
-#include "../metrics/all.def"
+#include "all.def"
 	VIRT_NINDOMS
 };
 
 enum virt_cluster {
 #define VIRT_FAMILY(id, name, cluster) VIRT_CLUSTER_##id = cluster,
-#include "../metrics/all.def"
+#include "all.def"
 };
 
 enum virt_family_id {
 #define VIRT_FAMILY(id, name, cluster) VIRT_F_##id,
-#include "../metrics/all.def"
+#include "all.def"
 	VIRT_NFAMILIES
 };
 
@@ -76,7 +83,7 @@ struct virt_family {
 #define VIRT_NOT_YET		1	/* unavailable now, retry when ready() */
 
 struct virt_module {
-	int abi;			/* VIRT_MODULE_ABI */
+	uint64_t abi;			/* VIRT_MODULE_ABI */
 	const char *name;		/* family name: "kvm", "virtio", ... */
 	const struct virt_option *options;
 	unsigned int noptions;
@@ -138,7 +145,7 @@ unsigned int virt_autoload_variant(struct bpf_object *obj, const char *family,
 /* Bulk map reads: one BPF_MAP_LOOKUP_BATCH for the whole map (a few when
  * the kernel returns less). values holds max_entries values; a per-CPU
  * value is round_up(value_size, 8) * virt_ncpus() bytes. Returns the number
- * of entries read or -errno. *syscalls (optional) is incremented per bpf(). */
+ * of entries read or -errno; each bpf() call counts in virt_bpf_syscalls. */
 int virt_ncpus(void);
 int virt_map_dump(int fd, void *keys, size_t key_size, void *values,
 		  size_t value_size, unsigned int max_entries);
