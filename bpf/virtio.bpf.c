@@ -30,7 +30,7 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* false: no add->completion timing (no timed tokens, no clock reads) */
+/* false: no add->completion timing (no inflight records, no clock reads) */
 const volatile bool latency = true;
 
 #define SG_CHAIN_BIT	0x01UL	/* include/linux/scatterlist.h SG_CHAIN */
@@ -44,10 +44,8 @@ const volatile bool latency = true;
  * bpf_get_func_arg() is inlined and hands over a scalar. */
 #define VQ_ARG(ctx)	({ __u64 __vq = 0; bpf_get_func_arg(ctx, 0, &__vq); __vq; })
 
-/* log2 of the number of slots in "queues" and of each queue's sets in
- * "timed" (set by the agent; set_bits >= 1) */
+/* log2 of the number of slots in "queues" (set by the agent) */
 const volatile __u32 slot_bits = 10;
-const volatile __u32 set_bits = 6;
 
 /* One slot per virtqueue, shared by all CPUs: the operations that count
  * into it (add, get_buf, kick_prepare/kick, detach) are serialised per
@@ -70,19 +68,17 @@ struct {
 	__type(value, struct virtio_vq_info);
 } info SEC(".maps");
 
-/* Add time of every timed buffer in flight: each queue owns 1 << set_bits
- * sets of VIRTIO_WAYS (token, time) pairs, the token's hash picks the set.
- * An add finding its set full is counted (untracked, drops), nothing is
- * evicted. Records cannot leak: completion and detach_unused_buf clear
- * them, and vring_del_virtqueue clears every set of a queue that goes
- * away. Only the queue's own (serialised) operations touch its sets: no
- * atomics, and the lookup is inlined (array). */
+/* Add time of every buffer in flight, keyed by (queue, driver token).
+ * A plain hash, not LRU: a full map refuses the insert, which is counted
+ * (untracked, drops) instead of silently evicting another record. Records
+ * cannot leak: completion and detach_unused_buf remove them, and
+ * vring_del_virtqueue purges every record of a queue that goes away. */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1 << 16);
-	__type(key, __u32);
-	__type(value, struct virtio_timed);
-} timed SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct virtio_token);
+	__type(value, __u64);
+} inflight SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -124,14 +120,9 @@ static __always_inline __u32 home_slot(__u64 vq)
 }
 
 /* The i-th slot of a queue's probe window (the mask keeps it in the array). */
-static __always_inline __u32 probe_key(__u64 vq, __u32 i)
-{
-	return (home_slot(vq) + i) & ((1U << slot_bits) - 1);
-}
-
 static __always_inline struct virtio_slot *probe_slot(__u64 vq, __u32 i)
 {
-	__u32 k = probe_key(vq, i);
+	__u32 k = (home_slot(vq) + i) & ((1U << slot_bits) - 1);
 
 	return bpf_map_lookup_elem(&queues, &k);
 }
@@ -148,22 +139,18 @@ static __always_inline struct virtio_slot *claimed(struct virtio_slot *s, __u64 
  * new queue takes (create) with a compare-and-swap (two CPUs seeing a
  * queue first at once both end up in the one that won); freed slots are
  * reused only when the window has no never-used slot. A slot whose queue
- * died is skipped: a new queue at the same address gets a slot of its own.
- * *at: the slot's index (where the queue's timed sets are). */
-static __always_inline struct virtio_slot *lookup_queue(__u64 vq, bool create, __u32 *at)
+ * died is skipped: a new queue at the same address gets a slot of its own. */
+static __always_inline struct virtio_slot *lookup_queue(__u64 vq, bool create)
 {
 	struct virtio_slot *freed = NULL;
-	__u32 freed_k = 0;
 	__u64 owner;
 
 	for (__u32 i = 0; i < VIRTIO_PROBE; i++) {
-		__u32 k = probe_key(vq, i);
-		struct virtio_slot *s = bpf_map_lookup_elem(&queues, &k);
+		struct virtio_slot *s = probe_slot(vq, i);
 
 		if (!s)
 			break;
 		owner = s->vq;
-		*at = k;
 		if (owner == vq && !s->s.dead)
 			return s;
 		if (owner == 0) {
@@ -176,14 +163,12 @@ static __always_inline struct virtio_slot *lookup_queue(__u64 vq, bool create, _
 				return s;
 		} else if (owner == VIRTIO_SLOT_FREED && !freed) {
 			freed = s;
-			freed_k = k;
 		}
 	}
 	if (!create)
 		return NULL;
 	if (freed) {
 		owner = __sync_val_compare_and_swap(&freed->vq, VIRTIO_SLOT_FREED, vq);
-		*at = freed_k;
 		if (owner == VIRTIO_SLOT_FREED)
 			return claimed(freed, vq);
 		if (owner == vq)
@@ -195,9 +180,9 @@ static __always_inline struct virtio_slot *lookup_queue(__u64 vq, bool create, _
 
 /* A queue that counts something takes a slot; one that only polls (an
  * empty get_buf, a kick_prepare saying "no notify") is not an instance. */
-static __always_inline struct virtio_slot *queue(__u64 vq, __u32 *at)
+static __always_inline struct virtio_slot *queue(__u64 vq)
 {
-	return lookup_queue(vq, true, at);
+	return lookup_queue(vq, true);
 }
 
 /* ----------------------------------------------------- scatterlist walk */
@@ -323,105 +308,76 @@ static __always_inline void record_sgs(struct virtio_stats *s, __u64 sgs, __u64 
 		s->truncated++;
 }
 
-/* ------------------------------------------------------ timed tokens */
-
-/* The set that tok hashes to among those of the queue in slot at. */
-static __always_inline struct virtio_timed *timed_set(__u32 at, __u64 tok)
+/* The add returned ret: count it and remember when the token went in. */
+static __always_inline void record_add(struct virtio_stats *s, __u64 vq, __u64 data, int ret)
 {
-	__u32 k = (at << set_bits) |
-		  (__u32)((tok * 0x9E3779B97F4A7C15ULL) >> (64 - set_bits));
+	struct virtio_token key = { vq, data };
+	__u64 now;
 
-	return bpf_map_lookup_elem(&timed, &k);
-}
-
-/* The way holding tok (tok 0: a free way), or VIRTIO_WAYS. */
-static __always_inline __u32 way_of(const struct virtio_timed *t, __u64 tok)
-{
-	for (__u32 j = 0; j < VIRTIO_WAYS; j++)
-		if (t->tok[j] == tok)
-			return j;
-	return VIRTIO_WAYS;
-}
-
-/* Remember when tok went in. */
-static __always_inline void time_add(struct virtio_slot *q, __u32 at, __u64 tok)
-{
-	struct virtio_timed *t = timed_set(at, tok);
-	__u32 j;
-
-	if (!t)
-		return;
-	j = way_of(t, tok);
-	if (j < VIRTIO_WAYS) {
-		/* still recorded: its completion was never seen, so retire
-		 * the old record and time the new add */
-		q->s.settled++;
-	} else if ((j = way_of(t, 0)) >= VIRTIO_WAYS) {
-		q->s.untracked++;
-		VIRT_DROP(drops, VIRTIO_DROP_INFLIGHT);
-		return;
-	}
-	t->tok[j] = tok;
-	t->ts[j] = bpf_ktime_get_ns();
-}
-
-/* The add returned ret: count it and time it. */
-static __always_inline void record_add(struct virtio_slot *q, __u32 at, __u64 data, int ret)
-{
 	if (ret) {
 		if (ret == -ENOSPC_ERR)
-			q->s.ring_full++;
+			s->ring_full++;
 		return;
 	}
-	q->s.adds++;
-	if (latency)
-		time_add(q, at, data);
+	s->adds++;
+	if (!latency)
+		return;
+	now = bpf_ktime_get_ns();
+	if (!bpf_map_update_elem(&inflight, &key, &now, BPF_NOEXIST))
+		return;
+	/* the token is still recorded: its completion was never seen, so
+	 * retire the old record and time the new add */
+	if (bpf_map_lookup_elem(&inflight, &key)) {
+		s->settled++;
+		bpf_map_update_elem(&inflight, &key, &now, BPF_EXIST);
+		return;
+	}
+	s->untracked++;
+	VIRT_DROP(drops, VIRTIO_DROP_INFLIGHT);
 }
 
 static __always_inline void add_call(__u64 vq, __u64 sgs, __u64 first, __u32 out, __u32 in,
 				     const struct sg_head *head, __u64 data, int ret)
 {
-	__u32 at = 0;
-	struct virtio_slot *q = queue(vq, &at);
+	struct virtio_slot *q = queue(vq);
 
 	if (!q)
 		return;
 	record_sgs(&q->s, sgs, first, out, in, head);
-	record_add(q, at, data, ret);
+	record_add(&q->s, vq, data, ret);
 }
 
 /* A buffer came back (completed = true) or was reclaimed unused. */
-static __always_inline void settle(struct virtio_slot *q, __u32 at, __u64 tok, bool completed)
+static __always_inline void settle(struct virtio_slot *q, __u64 vq, __u64 tok, bool completed)
 {
-	struct virtio_timed *t;
-	__u32 j;
+	struct virtio_token key = { vq, tok };
+	__u64 *ts;
 
 	if (completed)
 		q->s.completions++;
-	if (!latency || !(t = timed_set(at, tok)))
+	if (!latency)
 		return;
-	j = way_of(t, tok);
-	if (j >= VIRTIO_WAYS)
+	ts = bpf_map_lookup_elem(&inflight, &key);
+	if (!ts)
 		return;		/* added before attach (or untracked) */
 	if (completed) {
-		__u32 b = virt_log2_bucket(bpf_ktime_get_ns() - t->ts[j]);
+		__u32 b = virt_log2_bucket(bpf_ktime_get_ns() - *ts);
 
 		if (b < VIRT_HIST_BUCKETS)
 			q->s.hist[b]++;
 	}
 	q->s.settled++;
-	t->tok[j] = 0;
+	bpf_map_delete_elem(&inflight, &key);
 }
 
 static __always_inline void on_get_buf_ctx(__u64 vq, __u64 ret)
 {
 	struct virtio_slot *q;
-	__u32 at = 0;
 
-	if (!ret || !(q = queue(vq, &at)))
+	if (!ret || !(q = queue(vq)))
 		return;
 	q->last_tok = ret;
-	settle(q, at, ret, true);
+	settle(q, vq, ret, true);
 }
 
 /* virtqueue_get_buf: on kernels where it calls virtqueue_get_buf_ctx out
@@ -430,24 +386,22 @@ static __always_inline void on_get_buf_ctx(__u64 vq, __u64 ret)
 static __always_inline void on_get_buf(__u64 vq, __u64 ret)
 {
 	struct virtio_slot *q;
-	__u32 at = 0;
 	bool nested;
 
-	if (!ret || !(q = queue(vq, &at)))
+	if (!ret || !(q = queue(vq)))
 		return;
 	nested = q->last_tok == ret;
 	q->last_tok = 0;
 	if (!nested)
-		settle(q, at, ret, true);
+		settle(q, vq, ret, true);
 }
 
 static __always_inline void on_detach(__u64 vq, __u64 ret)
 {
 	struct virtio_slot *q;
-	__u32 at = 0;
 
-	if (ret && (q = queue(vq, &at)))
-		settle(q, at, ret, false);
+	if (ret && (q = queue(vq)))
+		settle(q, vq, ret, false);
 }
 
 /* prepared = the CPU (+ 1) whose kick_prepare said "notify": virtio-blk
@@ -455,8 +409,7 @@ static __always_inline void on_detach(__u64 vq, __u64 ret)
  * between this CPU's kick_prepare and kick, and must not take its kick. */
 static __always_inline void on_kick_prepare(__u64 vq, bool ret)
 {
-	__u32 at = 0;
-	struct virtio_slot *q = lookup_queue(vq, ret, &at);
+	struct virtio_slot *q = lookup_queue(vq, ret);
 
 	if (q)
 		q->prepared = ret ? bpf_get_smp_processor_id() + 1 : 0;
@@ -465,8 +418,7 @@ static __always_inline void on_kick_prepare(__u64 vq, bool ret)
 /* virtqueue_notify: a notification went out if it returned true. */
 static __always_inline void on_notify(__u64 vq, bool ret)
 {
-	__u32 at = 0;
-	struct virtio_slot *q = lookup_queue(vq, ret, &at);
+	struct virtio_slot *q = lookup_queue(vq, ret);
 	__u64 me;
 
 	if (!q)
@@ -485,8 +437,7 @@ static __always_inline void on_notify(__u64 vq, bool ret)
  * cleared prepared. */
 static __always_inline void on_kick(__u64 vq, bool ret)
 {
-	__u32 at = 0;
-	struct virtio_slot *q = lookup_queue(vq, false, &at);
+	struct virtio_slot *q = lookup_queue(vq, false);
 	__u64 me;
 
 	if (!q || !q->prepared)
@@ -502,42 +453,33 @@ static __always_inline void on_kick(__u64 vq, bool ret)
 static __always_inline void on_interrupt(__u64 vq, int ret)
 {
 	struct virtio_slot *q;
-	__u32 at = 0;
 
-	if (ret == IRQ_HANDLED_RET && (q = queue(vq, &at)))
+	if (ret == IRQ_HANDLED_RET && (q = queue(vq)))
 		q->s.interrupts++;
 }
 
-static long clear_set(__u32 i, void *ctx)
+static long purge_one(struct bpf_map *map, struct virtio_token *key, __u64 *val, void *ctx)
 {
-	__u32 k = *(__u32 *)ctx + i;
-	struct virtio_timed *t = bpf_map_lookup_elem(&timed, &k);
-
-	if (t)
-		for (__u32 j = 0; j < VIRTIO_WAYS; j++)
-			t->tok[j] = 0;
+	if (key->vq == *(__u64 *)ctx)
+		bpf_map_delete_elem(map, key);
 	return 0;
 }
 
 /* The queue is being freed: mark its slot (every slot it holds, were two
  * CPUs ever to claim two) for the agent, which folds and frees it, and
- * clear its timed sets (the slot's next owner starts empty). */
+ * drop its in-flight records. */
 static __always_inline void on_del(__u64 vq)
 {
 	for (__u32 i = 0; i < VIRTIO_PROBE; i++) {
 		struct virtio_slot *s = probe_slot(vq, i);
-		__u32 base;
 
 		if (!s || s->vq == 0)
 			break;
-		if (s->vq != vq)
-			continue;
-		s->s.dead = 1;
-		if (latency) {
-			base = probe_key(vq, i) << set_bits;
-			bpf_loop(1U << set_bits, clear_set, &base, 0);
-		}
+		if (s->vq == vq)
+			s->s.dead = 1;
 	}
+	if (latency)
+		bpf_for_each_map_elem(&inflight, purge_one, &vq, 0);
 }
 
 /* ---------------------------------------------------- fentry / fexit */
@@ -732,8 +674,7 @@ static __always_inline bool pop(__u32 fn, __u64 *vq, __u64 *data)
 static __always_inline void add_entry(__u64 vq, __u64 sgs, __u64 first, __u32 out, __u32 in,
 				      __u64 data)
 {
-	__u32 at = 0;
-	struct virtio_slot *q = queue(vq, &at);
+	struct virtio_slot *q = queue(vq);
 
 	if (q)
 		record_sgs(&q->s, sgs, first, out, in, NULL);
@@ -744,13 +685,12 @@ static __always_inline void add_return(int ret)
 {
 	struct virtio_slot *q;
 	__u64 vq, data;
-	__u32 at = 0;
 
 	if (!pop(FN_ADD, &vq, &data))
 		return;
-	q = queue(vq, &at);
+	q = queue(vq);
 	if (q)
-		record_add(q, at, data, ret);
+		record_add(&q->s, vq, data, ret);
 }
 
 SEC("kprobe/virtqueue_add_sgs")

@@ -25,7 +25,7 @@ struct virtio_stats {
 	__u64 interrupts;	/* vring_interrupt returned IRQ_HANDLED */
 	__u64 ring_full;	/* add_* returned -ENOSPC */
 	__u64 truncated;	/* add_* calls whose walk hit VIRTIO_WALK_MAX */
-	__u64 untracked;	/* adds whose token found no room in "timed" */
+	__u64 untracked;	/* adds whose token found no room in "inflight" */
 	__u64 settled;		/* tracked adds completed or detached */
 	__u64 dead;		/* vring_del_virtqueue seen for this queue */
 	__u64 hist[VIRT_HIST_BUCKETS];	/* add->completion ns, log2 */
@@ -53,20 +53,15 @@ struct virtio_vq_info {
 	char name[VIRTIO_NAME_LEN];	/* vq->name */
 };
 
-/* Timed buffers of a queue: a set of VIRTIO_WAYS (token, add time) pairs
- * picked by hashing the driver's token (unique per queue while queued),
- * tok 0 = free. Each queue owns the sets [slot << set_bits, (slot + 1) <<
- * set_bits) of the "timed" array, so only that queue's (serialised)
- * operations write them. */
-#define VIRTIO_WAYS		4
-struct virtio_timed {
-	__u64 tok[VIRTIO_WAYS];
-	__u64 ts[VIRTIO_WAYS];
+/* In-flight buffer: the driver's token is unique per queue while queued. */
+struct virtio_token {
+	__u64 vq;
+	__u64 data;
 };
 
 enum virtio_drop {
 	VIRTIO_DROP_QUEUE,	/* no free slot for a queue (max_queues) */
-	VIRTIO_DROP_INFLIGHT,	/* the token's set in "timed" full (max_inflight): add not timed */
+	VIRTIO_DROP_INFLIGHT,	/* inflight map full (max_inflight): add not timed */
 	VIRTIO_DROP_STASH,	/* kprobe variant: entry/return pairing lost */
 	VIRTIO_DROPS
 };

@@ -44,8 +44,8 @@ static const struct virt_option virtio_options[NOPTS] = {
 		"add->completion latency histograms and inflight; false = counts only (cheaper)" },
 	[OPT_MAX_QUEUES] = { "max_queues", VIRT_OPT_UINT, 2, 65536, "1024",
 		"slots for virtqueues (rounded up to a power of two); a queue finding none free is counted as dropped" },
-	[OPT_MAX_INFLIGHT] = { "max_inflight", VIRT_OPT_UINT, 16, 16384, "256",
-		"buffers in flight timed at once per queue (rounded up to a power of two; 16 bytes each per max_queues slot); an add finding its token's set of 4 full is counted as dropped" },
+	[OPT_MAX_INFLIGHT] = { "max_inflight", VIRT_OPT_UINT, 64, 1u << 22, "16384",
+		"buffers in flight timed at once (all queues); more are counted as dropped" },
 };
 
 #define SW (sizeof(struct virtio_stats) / sizeof(__u64))
@@ -132,7 +132,7 @@ static int try_variant(struct virt_family *fam, const char *variant, char *why, 
 	struct virtio_state *st = fam->priv;
 	bool latency = fam->opts[OPT_LATENCY].b;
 	struct virtio_bpf *skel = virtio_bpf__open();
-	unsigned int n, bits = 1, set_bits = 1;
+	unsigned int n, bits = 1;
 	void *mem;
 	int err;
 
@@ -142,14 +142,12 @@ static int try_variant(struct virt_family *fam, const char *variant, char *why, 
 	}
 	while ((1UL << bits) < fam->opts[OPT_MAX_QUEUES].u)
 		bits++;
-	while (((unsigned long long)VIRTIO_WAYS << set_bits) < fam->opts[OPT_MAX_INFLIGHT].u)
-		set_bits++;
 	skel->rodata->latency = latency;
 	skel->rodata->slot_bits = bits;
-	skel->rodata->set_bits = set_bits;
 	bpf_map__set_max_entries(skel->maps.queues, 1U << bits);
 	bpf_map__set_max_entries(skel->maps.info, 1U << bits);
-	bpf_map__set_max_entries(skel->maps.timed, latency ? 1U << (bits + set_bits) : 1);
+	bpf_map__set_max_entries(skel->maps.inflight,
+				 latency ? (__u32)fam->opts[OPT_MAX_INFLIGHT].u : 1);
 	n = virt_autoload_variant(skel->obj, "virtio", variant);
 	err = virtio_bpf__load(skel);
 	if (err) {
