@@ -193,6 +193,51 @@ int BPF_PROG(empty_vhost_rx_end) { return 0; }
 
 
 /* limit: virtio */
+/* "vlimit": clock at add and one slot store (the slot a hash of the
+ * token picks); clock at completion, that slot's load, one bucket
+ * increment. No queue, no counts: what a latency histogram cannot avoid. */
+#include "virt_bpf.h"
+
+#define VLIMIT_SLOTS	4096
+__u64 vlimit_ts[VLIMIT_SLOTS];
+__u64 vlimit_hist[VIRT_HIST_BUCKETS];
+
+static __always_inline __u32 vlimit_slot(void *tok)
+{
+	return (__u32)(((__u64)tok * 0x9E3779B97F4A7C15ULL) >> 52) & (VLIMIT_SLOTS - 1);
+}
+
+static __always_inline void vlimit_add(void *tok)
+{
+	vlimit_ts[vlimit_slot(tok)] = bpf_ktime_get_ns();
+}
+
+static __always_inline void vlimit_done(void *tok)
+{
+	__u64 now = bpf_ktime_get_ns();
+
+	if (tok)
+		vlimit_hist[virt_log2_bucket(now - vlimit_ts[vlimit_slot(tok)])]++;
+}
+
+SEC("fexit/virtqueue_add_sgs")
+int BPF_PROG(empty_vlimit_add_sgs, void *vq, void *sgs, unsigned int o, unsigned int i,
+	     void *data) { vlimit_add(data); return 0; }
+SEC("fexit/virtqueue_add_outbuf")
+int BPF_PROG(empty_vlimit_add_outbuf, void *vq, void *sg, unsigned int num, void *data)
+{ vlimit_add(data); return 0; }
+SEC("fexit/virtqueue_add_inbuf")
+int BPF_PROG(empty_vlimit_add_inbuf, void *vq, void *sg, unsigned int num, void *data)
+{ vlimit_add(data); return 0; }
+SEC("fexit/virtqueue_add_inbuf_ctx")
+int BPF_PROG(empty_vlimit_add_inbuf_ctx, void *vq, void *sg, unsigned int num, void *data)
+{ vlimit_add(data); return 0; }
+SEC("fexit/virtqueue_get_buf_ctx")
+int BPF_PROG(empty_vlimit_get_buf_ctx, void *vq, void *len, void *c, void *ret)
+{ vlimit_done(ret); return 0; }
+SEC("fexit/virtqueue_get_buf")
+int BPF_PROG(empty_vlimit_get_buf, void *vq, void *len, void *ret)
+{ vlimit_done(ret); return 0; }
 
 
 

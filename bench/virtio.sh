@@ -7,7 +7,9 @@
 # configuration, P pairs of runs alternate without/with it attached, in the
 # same boot; added cost per packet = (run_ns with - run_ns without) / N.
 # Floors: empty fexit programs on the four virtqueue_add_* (what virtiostat
-# probes) and on every hook the family uses; anchor: bcc virtiostat.
+# probes) and on every hook the family uses; limit: the least a latency
+# histogram must do on the add/get_buf hooks (bench/empty.bpf.c, "vlimit");
+# anchor: bcc virtiostat.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 b=$top/build
@@ -27,6 +29,7 @@ start_cfg()
 {
 	case $1 in
 	empty_*) start_empty "${1#empty_}" ;;
+	limit) start_empty vlimit ;;
 	virt) start_agent virtio ;;
 	virt_counts) start_agent virtio "latency = false" ;;
 	virt_kprobe) start_agent virtio "method = kprobe" ;;
@@ -44,16 +47,18 @@ stop_cfg()
 	sleep 0.3
 }
 
-for cfg in ${BENCH_CONFIGS:=empty_vadd empty_vall virt virt_counts virt_kprobe virtiostat}; do
+for cfg in ${BENCH_CONFIGS:=empty_vadd empty_vall limit virt virt_counts virt_kprobe virtiostat}; do
 	measure $cfg $N
 done
 
 echo "virtio family overhead: $N 64-byte UDP packets per run over virtio-net, $P pairs per configuration, $(nproc) vCPU TCG VM"
 echo "wall: added ns per packet from paired runs (median, min..max); prog: ns per packet inside BPF programs (bpf_stats)"
-printf '%-12s %8s %16s %6s %6s %6s %7s %6s %6s %6s\n' config wall "min..max" /vall /vadd /vstat prog /vall /vadd /vstat
+printf '%-12s %8s %16s %6s %6s %6s %6s %7s %6s %6s %6s %6s\n' config wall "min..max" /vall /vadd /limit /vstat prog /vall /vadd /limit /vstat
 while read -r cfg med lo hi prog; do
-	printf '%-12s %8s %16s %6s %6s %6s %7s %6s %6s %6s\n' $cfg $med "$lo..$hi" \
-		$(ratio $med "$(col empty_vall 2)") $(ratio $med "$(col empty_vadd 2)") $(ratio $med "$(col virtiostat 2)") \
-		$prog $(ratio $prog "$(col empty_vall 5)") $(ratio $prog "$(col empty_vadd 5)") $(ratio $prog "$(col virtiostat 5)")
+	printf '%-12s %8s %16s %6s %6s %6s %6s %7s %6s %6s %6s %6s\n' $cfg $med "$lo..$hi" \
+		$(ratio $med "$(col empty_vall 2)") $(ratio $med "$(col empty_vadd 2)") \
+		$(ratio $med "$(col limit 2)") $(ratio $med "$(col virtiostat 2)") \
+		$prog $(ratio $prog "$(col empty_vall 5)") $(ratio $prog "$(col empty_vadd 5)") \
+		$(ratio $prog "$(col limit 5)") $(ratio $prog "$(col virtiostat 5)")
 done < $work/summary
 rm -rf $work

@@ -264,9 +264,11 @@ static long walk_step(__u32 i, void *ctx)
 #define WALK_INLINE	4
 
 /* Count one add_* call: sgs as virtiostat counts them (the out/in list
- * counts: 1 for add_outbuf/add_inbuf), bytes over the whole lists. */
+ * counts: 1 for add_outbuf/add_inbuf), bytes over the whole lists. head:
+ * the single list's first entry, loaded by the caller (fexit: a typed
+ * argument, no probe read), or NULL. */
 static __always_inline void record_sgs(struct virtio_stats *s, __u64 sgs, __u64 first,
-				       __u32 out, __u32 in)
+				       __u32 out, __u32 in, const struct sg_head *head)
 {
 	struct walk w = {
 		.sgs = sgs, .nlists = out + in, .out = out,
@@ -276,7 +278,19 @@ static __always_inline void record_sgs(struct virtio_stats *s, __u64 sgs, __u64 
 	s->sgs_in += in;
 	if (!w.nlists)
 		return;
-	if (sgs) {
+	if (head) {
+		if (out)
+			w.bytes_out = head->length;
+		else
+			w.bytes_in = head->length;
+		if (head->page_link & SG_END_BIT) {	/* one entry: most adds */
+			s->bytes_out += w.bytes_out;
+			s->bytes_in += w.bytes_in;
+			return;
+		}
+		w.sg = first + bpf_core_type_size(struct scatterlist);
+		w.stepped = 1;
+	} else if (sgs) {
 		if (bpf_probe_read_kernel(&w.sg, sizeof(w.sg), (void *)sgs))
 			return;
 	} else {
@@ -323,13 +337,13 @@ static __always_inline void record_add(struct virtio_stats *s, __u64 vq, __u64 d
 }
 
 static __always_inline void add_call(__u64 vq, __u64 sgs, __u64 first, __u32 out, __u32 in,
-				     __u64 data, int ret)
+				     const struct sg_head *head, __u64 data, int ret)
 {
 	struct virtio_slot *q = queue(vq);
 
 	if (!q)
 		return;
-	record_sgs(&q->s, sgs, first, out, in);
+	record_sgs(&q->s, sgs, first, out, in, head);
 	record_add(&q->s, vq, data, ret);
 }
 
@@ -480,15 +494,27 @@ int BPF_PROG(virt_virtio_fentry_add_sgs, struct virtqueue *vq, void *sgs_unused,
 	__u64 sgs = 0;
 
 	bpf_get_func_arg(ctx, 1, &sgs);
-	add_call(VQ_ARG(ctx), sgs, 0, out_sgs, in_sgs, (__u64)data, ret);
+	add_call(VQ_ARG(ctx), sgs, 0, out_sgs, in_sgs, NULL, (__u64)data, ret);
 	return 0;
+}
+
+/* A single list: its first entry through the typed argument (a plain
+ * load), the rest (if any) walked from its address as a number. */
+static __always_inline void add_one_list(unsigned long long *ctx, struct scatterlist *sg,
+					 __u32 out, __u64 data, int ret)
+{
+	struct sg_head head = { .page_link = sg->page_link, .length = sg->length };
+	__u64 first = 0;
+
+	bpf_get_func_arg(ctx, 1, &first);
+	add_call(VQ_ARG(ctx), 0, first, out, !out, &head, data, ret);
 }
 
 SEC("fexit/virtqueue_add_outbuf")
 int BPF_PROG(virt_virtio_fentry_add_outbuf, struct virtqueue *vq, struct scatterlist *sg,
 	     unsigned int num, void *data, gfp_t gfp, int ret)
 {
-	add_call(VQ_ARG(ctx), 0, (__u64)sg, 1, 0, (__u64)data, ret);
+	add_one_list(ctx, sg, 1, (__u64)data, ret);
 	return 0;
 }
 
@@ -496,7 +522,7 @@ SEC("fexit/virtqueue_add_inbuf")
 int BPF_PROG(virt_virtio_fentry_add_inbuf, struct virtqueue *vq, struct scatterlist *sg,
 	     unsigned int num, void *data, gfp_t gfp, int ret)
 {
-	add_call(VQ_ARG(ctx), 0, (__u64)sg, 0, 1, (__u64)data, ret);
+	add_one_list(ctx, sg, 0, (__u64)data, ret);
 	return 0;
 }
 
@@ -504,7 +530,7 @@ SEC("fexit/virtqueue_add_inbuf_ctx")
 int BPF_PROG(virt_virtio_fentry_add_inbuf_ctx, struct virtqueue *vq, struct scatterlist *sg,
 	     unsigned int num, void *data, void *ctx_, gfp_t gfp, int ret)
 {
-	add_call(VQ_ARG(ctx), 0, (__u64)sg, 0, 1, (__u64)data, ret);
+	add_one_list(ctx, sg, 0, (__u64)data, ret);
 	return 0;
 }
 
@@ -651,7 +677,7 @@ static __always_inline void add_entry(__u64 vq, __u64 sgs, __u64 first, __u32 ou
 	struct virtio_slot *q = queue(vq);
 
 	if (q)
-		record_sgs(&q->s, sgs, first, out, in);
+		record_sgs(&q->s, sgs, first, out, in, NULL);
 	push(FN_ADD, vq, data);
 }
 
