@@ -249,57 +249,57 @@ int BPF_PROG(empty_vlimit_get_buf, void *vq, void *len, void *ret)
  * and one bucket's increment. The queue is found as the family finds it
  * (container_of of the wait entry / the work: CO-RE offsets), hashed to
  * its slot. */
-struct vhost_poll___vlimit {
+struct vhost_poll___hlimit {
 	struct wait_queue_entry wait;
 	struct { void *fn; } work;
 } __attribute__((preserve_access_index));
 
-struct vhost_virtqueue___vlimit {
-	struct vhost_poll___vlimit poll;
+struct vhost_virtqueue___hlimit {
+	struct vhost_poll___hlimit poll;
 } __attribute__((preserve_access_index));
 
-#define VLIMIT_POLL	bpf_core_field_offset(struct vhost_virtqueue___vlimit, poll)
-#define VLIMIT_WAIT	bpf_core_field_offset(struct vhost_poll___vlimit, wait)
-#define VLIMIT_WORK	bpf_core_field_offset(struct vhost_poll___vlimit, work)
-#define VLIMIT_SLOTS	256
+#define HLIMIT_POLL	bpf_core_field_offset(struct vhost_virtqueue___hlimit, poll)
+#define HLIMIT_WAIT	bpf_core_field_offset(struct vhost_poll___hlimit, wait)
+#define HLIMIT_WORK	bpf_core_field_offset(struct vhost_poll___hlimit, work)
+#define HLIMIT_SLOTS	256
 
-__u64 vlimit_ts[VLIMIT_SLOTS];
-__u64 vlimit_hist[VIRT_HIST_BUCKETS];
+__u64 hlimit_ts[HLIMIT_SLOTS];
+__u64 hlimit_hist[VIRT_HIST_BUCKETS];
 
 /* the pointer argument as a number (the verifier refuses arithmetic on a
  * BTF pointer; bpf_get_func_arg() is inlined), as the family reads it */
-#define VLIMIT_ARG0(ctx)	({ __u64 __p = 0; bpf_get_func_arg(ctx, 0, &__p); __p; })
+#define HLIMIT_ARG0(ctx)	({ __u64 __p = 0; bpf_get_func_arg(ctx, 0, &__p); __p; })
 
-static __always_inline __u32 vlimit_slot(__u64 vq)
+static __always_inline __u32 hlimit_slot(__u64 vq)
 {
-	return (__u32)((vq * 0x9E3779B97F4A7C15ULL) >> 56) & (VLIMIT_SLOTS - 1);
+	return (__u32)((vq * 0x9E3779B97F4A7C15ULL) >> 56) & (HLIMIT_SLOTS - 1);
 }
 
 SEC("fentry/vhost_poll_wakeup")
-int BPF_PROG(empty_vlimit_wakeup)
+int BPF_PROG(empty_hlimit_wakeup)
 {
-	vlimit_ts[vlimit_slot(VLIMIT_ARG0(ctx) - VLIMIT_WAIT - VLIMIT_POLL)] = bpf_ktime_get_ns();
+	hlimit_ts[hlimit_slot(HLIMIT_ARG0(ctx) - HLIMIT_WAIT - HLIMIT_POLL)] = bpf_ktime_get_ns();
 	return 0;
 }
 
-static __always_inline void vlimit_handler(__u64 work)
+static __always_inline void hlimit_handler(__u64 work)
 {
 	__u64 now = bpf_ktime_get_ns();
-	__u64 ts = vlimit_ts[vlimit_slot(work - VLIMIT_WORK - VLIMIT_POLL)];
+	__u64 ts = hlimit_ts[hlimit_slot(work - HLIMIT_WORK - HLIMIT_POLL)];
 
-	vlimit_hist[virt_log2_bucket(now > ts ? now - ts : 0)]++;
+	hlimit_hist[virt_log2_bucket(now > ts ? now - ts : 0)]++;
 }
 
 SEC("fentry/handle_tx_kick")
-int BPF_PROG(empty_vlimit_tx)
+int BPF_PROG(empty_hlimit_tx)
 {
-	vlimit_handler(VLIMIT_ARG0(ctx));
+	hlimit_handler(HLIMIT_ARG0(ctx));
 	return 0;
 }
 
 SEC("fentry/handle_rx_kick")
-int BPF_PROG(empty_vlimit_rx)
+int BPF_PROG(empty_hlimit_rx)
 {
-	vlimit_handler(VLIMIT_ARG0(ctx));
+	hlimit_handler(HLIMIT_ARG0(ctx));
 	return 0;
 }

@@ -8,7 +8,7 @@
 # same boot; added cost per kick = (elapsed with - without) / K.
 # Floor: empty fentry/fexit programs on the same hooks. Limit: on the
 # wakeup and handler-start hooks only, a clock read at each end, one slot
-# store and load, one bucket increment (bench/empty.bpf.c, "vlimit").
+# store and load, one bucket increment (bench/empty.bpf.c, "hlimit").
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 b=$top/build
@@ -27,7 +27,7 @@ start_cfg()
 {
 	case $1 in
 	empty_*) start_empty "${1#empty_}" ;;
-	limit) start_empty vlimit ;;
+	limit) start_empty hlimit ;;
 	virt) start_agent vhost ;;
 	virt_kprobe) start_agent vhost "method = kprobe" ;;
 	esac
