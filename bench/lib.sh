@@ -15,9 +15,41 @@ wait_for()
 	return 1
 }
 
-# Sum of run_time_ns over every BPF program loaded (the tool's own: nothing
-# else in the VM runs BPF), with kernel.bpf_stats_enabled on.
-prog_ns() { bpftool prog show 2>/dev/null | awk '{ for (i = 1; i < NF; i++) if ($i == "run_time_ns") t += $(i+1) } END { printf "%d", t }'; }
+# BPF programs are counted by id: a configuration's programs are those
+# loaded after it started that were not there before (base_ids, taken
+# when this file is sourced: anything else in the VM that runs BPF), and a
+# configuration may start only once every program of the previous one is
+# gone. prog_ids lists loaded program ids; prog_ns IDS sums run_time_ns
+# (kernel.bpf_stats_enabled) over those ids only.
+prog_ids() { bpftool prog show 2>/dev/null | sed -n 's/^\([0-9][0-9]*\): .*/\1/p' | sort -n; }
+prog_ns()
+{
+	bpftool prog show 2>/dev/null | awk -v ids=" $* " '
+		/^[0-9]+: / { id = $1; sub(":", "", id); mine = index(ids, " " id " ") > 0 }
+		mine { for (i = 1; i < NF; i++) if ($i == "run_time_ns") t += $(i+1) }
+		END { printf "%d", t }'
+}
+base_ids=$(prog_ids | tr '\n' ' ')
+echo "test VM kernel $(uname -r); BPF programs loaded before the benchmark: ${base_ids:-none}"
+
+# new_ids: programs loaded now that are not in base_ids
+new_ids() { prog_ids | awk -v b=" $base_ids " 'index(b, " " $1 " ") == 0' | tr '\n' ' '; }
+
+# assert_clean WHAT: wait up to 10 s for every program loaded since
+# base_ids to go (a stopped tool's programs are freed after its last
+# reference goes); if any stay, name them and fail the benchmark
+assert_clean()
+{
+	local left
+	for _ in $(seq 1 100); do
+		left=$(new_ids)
+		[ -z "$left" ] && return 0
+		sleep 0.1
+	done
+	echo "bench: BPF programs still loaded $1:" >&2
+	for id in $left; do bpftool prog show id "$id" | head -1 >&2; done
+	exit 1
+}
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2)}'; }
 
@@ -28,30 +60,59 @@ col() { awk -v c="$1" -v k="$2" '$1 == c {print $k}' $work/summary; }
 
 # measure CFG EVENTS: one attach first (it pays for BTF parsing and the
 # like), P pairs of runs without/with CFG attached, alternating; then one
-# more run with kernel.bpf_stats_enabled for the time inside the programs
-# (not in the pairs: the stats' own clock reads cost ~1 us per program run)
+# more run with kernel.bpf_stats_enabled for the time inside CFG's own
+# programs (not in the pairs: the stats' own clock reads cost ~1 us per
+# program run). Every start is preceded by assert_clean.
 measure()
 {
-	local cfg=$1 n=$2 base with t0 t1
+	local cfg=$1 n=$2 base with prog
 
 	: > $work/$cfg
-	start_cfg $cfg || { stop_cfg; echo "$cfg: cannot attach" >&2; return 1; }
+	start_checked $cfg || return 1
 	stop_cfg
 	for i in $(seq 1 $P); do
+		assert_clean "before a run without $cfg"
 		base=$(run_ns)
-		start_cfg $cfg || { stop_cfg; echo "$cfg: cannot attach" >&2; return 1; }
+		start_checked $cfg || return 1
 		with=$(run_ns)
 		stop_cfg
 		echo "$cfg pair $i: without $base ns, with $with ns" >&2
 		echo $(( (with - base) / n )) >> $work/$cfg
 	done
-	start_cfg $cfg || return 1
-	sysctl -q -w kernel.bpf_stats_enabled=1
-	t0=$(prog_ns); run_ns > /dev/null; t1=$(prog_ns)
-	sysctl -q -w kernel.bpf_stats_enabled=0
+	start_checked $cfg || return 1
+	echo "$cfg programs: $(prog_names $cfg_ids)" >&2
+	prog=$(prog_per_event $n)
 	stop_cfg
-	echo "$cfg $(median < $work/$cfg) $(sort -n $work/$cfg | head -1) $(sort -n $work/$cfg | tail -1) $(( (t1 - t0) / n ))" >> $work/summary
+	echo "$cfg $(median < $work/$cfg) $(sort -n $work/$cfg | head -1) $(sort -n $work/$cfg | tail -1) $prog" >> $work/summary
 }
+
+# prog_per_event EVENTS [SPREAD]: with the configuration started (cfg_ids),
+# the median over BENCH_PROG_RUNS (default 3) workload runs of the ns its
+# own programs spent per event, bpf_stats on only around those runs; with
+# SPREAD, "median min max"
+prog_per_event()
+{
+	local t0 t1 runs
+	sysctl -q -w kernel.bpf_stats_enabled=1
+	runs=$(for _ in $(seq 1 ${BENCH_PROG_RUNS:-3}); do
+		t0=$(prog_ns $cfg_ids); run_ns > /dev/null; t1=$(prog_ns $cfg_ids)
+		echo $(( (t1 - t0) / $1 ))
+	done)
+	sysctl -q -w kernel.bpf_stats_enabled=0
+	echo "$(echo "$runs" | median)${2:+ $(echo "$runs" | sort -n | head -1) $(echo "$runs" | sort -n | tail -1)}"
+}
+
+# start_checked CFG: start CFG on a clean VM; cfg_ids = its programs
+start_checked()
+{
+	assert_clean "before $1 started"
+	start_cfg $1 || { stop_cfg; echo "$1: cannot attach" >&2; return 1; }
+	cfg_ids=$(new_ids)
+	[ -n "$cfg_ids" ] || { stop_cfg; echo "$1: started but loaded no BPF program" >&2; return 1; }
+}
+
+# prog_names IDS: "id:name" of each
+prog_names() { for id in "$@"; do bpftool prog show id "$id" | sed -n '1s/^\([0-9]*\): [a-z_]*  *name \([^ ]*\).*/\1:\2/p'; done | tr '\n' ' '; }
 
 # start_empty VARIANT: bench/emptyload's empty programs of that variant
 start_empty()

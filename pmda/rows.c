@@ -218,3 +218,152 @@ int virt_row_fetch(enum virt_indom_id indom, int word, unsigned int inst,
 		return PMDA_FETCH_STATIC;
 	}
 }
+
+/* ------------------------------------------------------------- tables */
+
+int virt_grow(void *v, size_t *cap, size_t need, size_t elem)
+{
+	void **arr = v;
+	size_t ncap = *cap ? *cap : 16;
+	void *p;
+
+	if (need <= *cap)
+		return 0;
+	while (ncap < need)
+		ncap *= 2;
+	if (!(p = realloc(*arr, ncap * elem)))
+		return -1;
+	*arr = p;
+	*cap = ncap;
+	return 0;
+}
+
+uint64_t virt_name_key(const char *name)
+{
+	uint64_t h = 0xcbf29ce484222325ull;	/* FNV-1a */
+
+	for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+		h = (h ^ *c) * 0x100000001b3ull;
+	return h;
+}
+
+static size_t key_slot(uint64_t key, size_t nslot)
+{
+	key ^= key >> 33;
+	key *= 0xff51afd7ed558ccdull;	/* murmur3's fmix64 */
+	key ^= key >> 33;
+	return (size_t)key & (nslot - 1);
+}
+
+/* The index position of entry i's key, from its home slot on. */
+static void index_entry(struct virt_table *t, size_t i)
+{
+	size_t h = key_slot(t->v[i]->key, t->nslot);
+
+	while (t->slot[h])
+		h = (h + 1) & (t->nslot - 1);
+	t->slot[h] = (uint32_t)i + 1;
+}
+
+/* (Re)build the index, growing it to keep it at most half full. */
+static int reindex(struct virt_table *t)
+{
+	size_t nslot = t->nslot ? t->nslot : 64;
+
+	while (nslot <= 2 * t->n)
+		nslot *= 2;
+	if (nslot != t->nslot) {
+		uint32_t *slot = calloc(nslot, sizeof(*slot));
+
+		if (!slot)
+			return -1;
+		free(t->slot);
+		t->slot = slot;
+		t->nslot = nslot;
+	} else {
+		memset(t->slot, 0, nslot * sizeof(*t->slot));
+	}
+	for (size_t i = 0; i < t->n; i++)
+		index_entry(t, i);
+	return 0;
+}
+
+/* Walk the entries whose key is key: match(entry, arg) picks one. */
+static void *probe(const struct virt_table *t, uint64_t key, const char *name)
+{
+	if (!t->nslot)
+		return NULL;
+	for (size_t h = key_slot(key, t->nslot); t->slot[h]; h = (h + 1) & (t->nslot - 1)) {
+		struct virt_keyed *e = t->v[t->slot[h] - 1];
+
+		if (e->key == key && (!name || strcmp(e->row.name, name) == 0))
+			return e;
+	}
+	return NULL;
+}
+
+void *virt_table_find(const struct virt_table *t, uint64_t key)
+{
+	return probe(t, key, NULL);
+}
+
+void *virt_table_find_name(const struct virt_table *t, const char *name)
+{
+	return probe(t, virt_name_key(name), name);
+}
+
+void *virt_table_add(struct virt_table *t, uint64_t key, pmInDom indom,
+		     pmInDom hindom, const char *name)
+{
+	struct virt_keyed *e;
+
+	if (VIRT_GROW(t->v, t->cap, t->n + 1) < 0 || !(e = calloc(1, t->entry_size)))
+		return NULL;
+	e->key = key;
+	virt_row_init(&e->row, indom, hindom, name);
+	t->v[t->n++] = e;
+	if (t->nslot <= 2 * t->n) {
+		if (reindex(t) < 0) {
+			free(t->v[--t->n]);
+			return NULL;
+		}
+	} else {
+		index_entry(t, t->n - 1);
+	}
+	return e;
+}
+
+void *virt_table_get_name(struct virt_table *t, pmInDom indom, pmInDom hindom,
+			  const char *name)
+{
+	void *e = virt_table_find_name(t, name);
+
+	return e ? e : virt_table_add(t, virt_name_key(name), indom, hindom, name);
+}
+
+/* Rare (a VM or queue gone for good): remove and rebuild the index. */
+void virt_table_remove(struct virt_table *t, void *entry)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		if (t->v[i] != entry)
+			continue;
+		virt_row_release(&t->v[i]->row);
+		free(t->v[i]);
+		t->v[i] = t->v[--t->n];
+		reindex(t);		/* same size: cannot fail */
+		return;
+	}
+}
+
+void virt_table_clear(struct virt_table *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		virt_row_release(&t->v[i]->row);
+		free(t->v[i]);
+	}
+	free(t->v);
+	free(t->slot);
+	t->v = NULL;
+	t->slot = NULL;
+	t->n = t->cap = t->nslot = 0;
+}

@@ -89,4 +89,52 @@ int virt_row_percentile(const struct virt_row *r, unsigned int p, pmAtomValue *a
 int virt_row_fetch(enum virt_indom_id indom, int word, unsigned int inst,
 		   pmAtomValue *atom);
 
+/*
+ * A family's rows, found by a 64-bit key (a hypercall number, a pid, a
+ * queue pointer) or by name, created on demand. An entry is a family
+ * struct of entry_size bytes whose first member is struct virt_keyed (its
+ * key and main row); the family's other fields follow. Entries never move
+ * (fetch finds rows through pmdaCache private pointers); the index is
+ * open addressing with linear probing, kept at most half full.
+ */
+struct virt_keyed {
+	uint64_t key;			/* for named entries: virt_name_key() */
+	struct virt_row row;		/* the main row: row.name is the name */
+};
+
+struct virt_table {
+	size_t entry_size;		/* >= sizeof(struct virt_keyed) */
+	struct virt_keyed **v;		/* the entries, in no order */
+	size_t n, cap;
+	uint32_t *slot;			/* index: position in v + 1, 0 = empty */
+	size_t nslot;			/* a power of two, > 2 n */
+};
+
+/* An empty table of entries of type T (T starts with struct virt_keyed). */
+#define VIRT_TABLE_OF(T) ((struct virt_table){ .entry_size = sizeof(T) })
+
+uint64_t virt_name_key(const char *name);
+/* The entry with this key (the first one added, if several), or NULL. */
+void *virt_table_find(const struct virt_table *t, uint64_t key);
+/* The entry whose main row is named name, or NULL. */
+void *virt_table_find_name(const struct virt_table *t, const char *name);
+/* Add a zeroed entry whose main row is initialised as virt_row_init() does;
+ * NULL when out of memory. */
+void *virt_table_add(struct virt_table *t, uint64_t key, pmInDom indom,
+		     pmInDom hindom, const char *name);
+/* The entry named name, added (keyed by virt_name_key()) if not there. */
+void *virt_table_get_name(struct virt_table *t, pmInDom indom, pmInDom hindom,
+			  const char *name);
+/* Release the entry's main row and free it (the family releases its other
+ * rows first). Entries after it may change position in v, none moves. */
+void virt_table_remove(struct virt_table *t, void *entry);
+/* Remove every entry and free the table's arrays. */
+void virt_table_clear(struct virt_table *t);
+
+/* Room for need elements of elem bytes in *v (grown by doubling, at least
+ * 16): 0, or -1 when out of memory (*v and *cap unchanged). */
+int virt_grow(void *v, size_t *cap, size_t need, size_t elem);
+/* (sizeof of an element that may be a struct pointer: NOLINT for clang-tidy) */
+#define VIRT_GROW(arr, cap, need) virt_grow(&(arr), &(cap), (need), sizeof(*(arr))) /* NOLINT(bugprone-sizeof-expression) */
+
 #endif

@@ -16,9 +16,16 @@
 #include <pcp/pmapi.h>
 #include <pcp/pmda.h>
 #include "config.h"
+#include "domain.h"
 
-#define VIRT_DOMAIN 498
-#define VIRT_MODULE_ABI 1
+#define VIRT_DOMAIN VIRT
+/* A module answers for metrics by their VIRT_M_ ids, so it must be built
+ * with the agent's metric tables: the ABI is the struct's version in the
+ * high word and a checksum of metrics/<*>.def (build/tables.h, made by the
+ * GNUmakefile) in the low one. */
+#include "tables.h"
+#define VIRT_MODULE_VERSION 2u
+#define VIRT_MODULE_ABI ((uint64_t)VIRT_MODULE_VERSION << 32 | VIRT_TABLES_CRC)
 
 /* Global metric ids: VIRT_M_<ID> for every VIRT_METRIC in metrics/<family>.def. */
 enum virt_metric_id {
@@ -76,7 +83,7 @@ struct virt_family {
 #define VIRT_NOT_YET		1	/* unavailable now, retry when ready() */
 
 struct virt_module {
-	int abi;			/* VIRT_MODULE_ABI */
+	uint64_t abi;			/* VIRT_MODULE_ABI */
 	const char *name;		/* family name: "kvm", "virtio", ... */
 	const struct virt_option *options;
 	unsigned int noptions;

@@ -3,6 +3,7 @@
 #include "rows.h"
 #include "unit.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static uint64_t fake_now = 1000000;
@@ -40,6 +41,82 @@ static void idle_periods(struct virt_row *r, const uint64_t *hist, unsigned int 
 		fake_now += virt_rows_window() / VIRT_WIN_PERIODS;
 		virt_row_set(r, NULL, 0, hist);
 	}
+}
+
+/* A family entry: the table's header first, then the family's fields. */
+struct fam_entry {
+	struct virt_keyed k;
+	int extra;
+};
+
+/* The keyed table: by key and by name, stable pointers across growth,
+ * removal, and a name whose hash collides with a key. */
+static void check_table(void)
+{
+	struct virt_table t = VIRT_TABLE_OF(struct fam_entry);
+	pmInDom indom = virt_indom(2), hindom = virt_indom(3);
+	struct fam_entry *first, *e;
+	char name[32];
+	int ok = 1;
+
+	CHECK(virt_table_find(&t, 7) == NULL && virt_table_find_name(&t, "x") == NULL);
+	first = virt_table_add(&t, 7, indom, hindom, "nr7");
+	if (!first) {
+		CHECK(first != NULL);
+		return;
+	}
+	CHECK(first->k.key == 7 && first->extra == 0);
+	CHECK(strcmp(first->k.row.name, "nr7") == 0 && first->k.row.inst == -1);
+	first->extra = 42;
+	for (uint64_t k = 100; k < 1100; k++) {
+		snprintf(name, sizeof(name), "nr%llu", (unsigned long long)k);
+		if (!virt_table_add(&t, k, indom, PM_INDOM_NULL, name))
+			ok = 0;
+	}
+	CHECK(ok && t.n == 1001 && t.nslot > 2 * t.n);
+	CHECK(virt_table_find(&t, 7) == first && first->extra == 42);
+	for (uint64_t k = 100; k < 1100; k++) {
+		e = virt_table_find(&t, k);
+		if (!e || e->k.key != k)
+			ok = 0;
+	}
+	CHECK(ok);
+	CHECK(virt_table_find(&t, 1100) == NULL);
+
+	/* by name: a named entry is keyed by its name's hash */
+	e = virt_table_get_name(&t, indom, hindom, "virtio1/req.0");
+	CHECK(e && e->k.key == virt_name_key("virtio1/req.0"));
+	CHECK(virt_table_get_name(&t, indom, hindom, "virtio1/req.0") == e);
+	CHECK(virt_table_find_name(&t, "virtio1/req.0") == e);
+	CHECK(virt_table_find_name(&t, "virtio1/req.1") == NULL);
+	/* an entry whose key equals a name's hash is not that name */
+	virt_table_add(&t, virt_name_key("web01"), indom, hindom, "other");
+	CHECK(virt_table_find_name(&t, "web01") == NULL);
+	CHECK(virt_table_get_name(&t, indom, hindom, "web01") != NULL);
+
+	/* removal: the others stay where they are and are still found */
+	virt_table_remove(&t, virt_table_find(&t, 500));
+	CHECK(virt_table_find(&t, 500) == NULL && t.n == 1003);
+	CHECK(virt_table_find(&t, 7) == first && virt_table_find(&t, 1099) != NULL);
+	CHECK(virt_table_find_name(&t, "virtio1/req.0") == e);
+	virt_table_clear(&t);
+	CHECK(t.n == 0 && t.v == NULL && virt_table_find(&t, 7) == NULL);
+	CHECK(t.entry_size == sizeof(struct fam_entry));
+	CHECK(virt_table_add(&t, 1, indom, hindom, "again") != NULL);
+	virt_table_clear(&t);
+}
+
+static void check_grow(void)
+{
+	int *a = NULL;
+	size_t cap = 0;
+
+	CHECK(VIRT_GROW(a, cap, 1) == 0 && a && cap == 16);
+	CHECK(VIRT_GROW(a, cap, 16) == 0 && cap == 16);
+	CHECK(VIRT_GROW(a, cap, 17) == 0 && cap == 32);
+	a[31] = 1;
+	CHECK(VIRT_GROW(a, cap, 100) == 0 && cap == 128 && a[31] == 1);
+	free(a);
 }
 
 int main(void)
@@ -117,5 +194,7 @@ int main(void)
 	r.no_percentiles = true;
 	virt_row_set(&r, cnt, 1, h);
 	CHECK(r.win == NULL);
+	check_table();
+	check_grow();
 	return UNIT_DONE();
 }

@@ -1,0 +1,47 @@
+/*
+ * Inside the agent: what its files (pmdavirt.c main loop, tables.c,
+ * settings.c, lifecycle.c, fetch.c) share. Modules see only virt.h.
+ */
+#ifndef VIRT_AGENT_H
+#define VIRT_AGENT_H
+
+#include "virt.h"
+
+/* tables.c: from metrics/<family>.def */
+struct virt_metric_info {
+	enum virt_metric_id id;
+	enum virt_family_id family;
+	const char *name;		/* below "virt." */
+};
+extern const struct virt_metric_info virt_metric_info[VIRT_NMETRICS];
+extern pmdaMetric virt_metrictab[VIRT_NMETRICS];
+extern pmdaIndom virt_indomtab[VIRT_NINDOMS];
+extern const enum virt_family_id virt_indom_family[VIRT_NINDOMS];
+extern struct virt_family virt_families[VIRT_NFAMILIES];
+void virt_print_pmns(void);		/* pmdavirt -n */
+void virt_setup_module_indom(void);
+
+/* settings.c */
+extern const char *virt_config_path, *virt_module_dir;
+extern unsigned long long virt_poll_ms;
+void virt_load_modules(void);
+void virt_load_config(void);
+void virt_print_config(void);		/* pmdavirt -C */
+
+/* lifecycle.c */
+extern uint64_t virt_refreshes;
+void virt_poll_families(void);		/* every poll interval and at start */
+void virt_refresh_family(struct virt_family *fam);
+void virt_shutdown_families(void);
+
+/* fetch.c: the PMDA callbacks */
+int virt_fetch(int numpmid, pmID *pmidlist, pmResult **resp, pmdaExt *pmda);
+int virt_instance(pmInDom indom, int inst, char *name, pmInResult **result, pmdaExt *pmda);
+int virt_fetch_callback(pmdaMetric *mdesc, unsigned int inst, pmAtomValue *atom);
+
+static inline uint64_t virt_now_ms(void)
+{
+	return virt_mono_ns() / 1000000;
+}
+
+#endif

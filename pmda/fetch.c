@@ -1,0 +1,111 @@
+/*
+ * Fetches: refresh the families a request names, then answer each value,
+ * the agent's own status metrics here and a family's through its module.
+ */
+#include "agent.h"
+
+#include <stdio.h>
+
+#define VIRT_VERSION "0.1.0"
+
+int virt_fetch(int numpmid, pmID *pmidlist, pmResult **resp, pmdaExt *pmda)
+{
+	bool want[VIRT_NFAMILIES] = { false };
+
+	for (int i = 0; i < numpmid; i++) {
+		unsigned int cluster = pmID_cluster(pmidlist[i]);
+
+		for (int f = 1; f < VIRT_NFAMILIES; f++)
+			if ((unsigned int)virt_families[f].cluster == cluster)
+				want[f] = true;
+	}
+	for (int f = 1; f < VIRT_NFAMILIES; f++)
+		if (want[f])
+			virt_refresh_family(&virt_families[f]);
+	return pmdaFetch(numpmid, pmidlist, resp, pmda);
+}
+
+int virt_instance(pmInDom indom, int inst, char *name, pmInResult **result,
+		  pmdaExt *pmda)
+{
+	for (int i = 0; i < VIRT_NINDOMS; i++)
+		if (virt_indomtab[i].it_indom == indom)
+			virt_refresh_family(&virt_families[virt_indom_family[i]]);
+	return pmdaInstance(indom, inst, name, result, pmda);
+}
+
+static const char *status_string(const struct virt_family *fam, char *buf, size_t len)
+{
+	switch (fam->state) {
+	case VIRT_ACTIVE:
+		return "active";
+	case VIRT_DISABLED:
+		if (!fam->reason[0])
+			return "disabled";
+		snprintf(buf, len, "disabled: %s", fam->reason);
+		return buf;
+	case VIRT_UNAVAILABLE:
+		snprintf(buf, len, "unavailable: %s", fam->reason[0] ? fam->reason : "unknown");
+		return buf;
+	}
+	return "?";
+}
+
+static int fetch_control(enum virt_metric_id id, unsigned int inst, pmAtomValue *atom)
+{
+	static char status[VIRT_NFAMILIES][VIRT_REASON_MAX + 32];
+	struct virt_family *fam;
+
+	if (id == VIRT_M_VERSION) {
+		atom->cp = VIRT_VERSION;
+		return PMDA_FETCH_STATIC;
+	}
+	if (id == VIRT_M_REFRESHES) {
+		atom->ull = virt_refreshes;
+		return PMDA_FETCH_STATIC;
+	}
+	if (id == VIRT_M_BPF_CALLS) {
+		atom->ull = virt_bpf_syscalls;
+		return PMDA_FETCH_STATIC;
+	}
+	if (inst == 0 || inst >= VIRT_NFAMILIES)
+		return PM_ERR_INST;
+	fam = &virt_families[inst];
+	switch (id) {
+	case VIRT_M_MODULE_STATUS:
+		atom->cp = (char *)status_string(fam, status[inst], sizeof(status[inst]));
+		return PMDA_FETCH_STATIC;
+	case VIRT_M_MODULE_METHOD:
+		atom->cp = fam->state == VIRT_ACTIVE ? fam->method : "none";
+		return PMDA_FETCH_STATIC;
+	case VIRT_M_MODULE_ATTACH_ATTEMPTS:
+		atom->ull = fam->attach_attempts;
+		return PMDA_FETCH_STATIC;
+	case VIRT_M_MODULE_DROPPED:
+		atom->ull = fam->dropped;
+		return PMDA_FETCH_STATIC;
+	case VIRT_M_MODULE_PROGRAMS:
+		atom->ul = fam->state == VIRT_ACTIVE ? fam->programs : 0;
+		return PMDA_FETCH_STATIC;
+	case VIRT_M_MODULE_ATTACH_NS:
+		if (fam->state != VIRT_ACTIVE)
+			return PMDA_FETCH_NOVALUES;
+		atom->ull = fam->attach_ns;
+		return PMDA_FETCH_STATIC;
+	default:
+		return PM_ERR_PMID;
+	}
+}
+
+int virt_fetch_callback(pmdaMetric *mdesc, unsigned int inst, pmAtomValue *atom)
+{
+	const struct virt_metric_info *mi = mdesc->m_user;
+	struct virt_family *fam = &virt_families[mi->family];
+
+	if (mi->family == VIRT_F_CONTROL)
+		return fetch_control(mi->id, inst, atom);
+	if (fam->state != VIRT_ACTIVE || !fam->mod->fetch)
+		return PMDA_FETCH_NOVALUES;
+	return fam->mod->fetch(fam, mi->id, inst, atom);
+}
+

@@ -1,0 +1,168 @@
+/*
+ * Each family's life cycle, driven by the agent: attach when its kernel
+ * support is there (with back-off after failures), detach when it goes
+ * away, refresh (bulk map reads) before fetches. Everything runs in the
+ * one thread that answers pmcd.
+ */
+#include "agent.h"
+#include "rows.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <string.h>
+
+static void set_state(struct virt_family *fam, enum virt_state state)
+{
+	static const char *const names[] = { "disabled", "unavailable", "active" };
+
+	if (fam->state != state)
+		pmNotifyErr(LOG_INFO, "%s: %s%s%s", fam->name, names[state],
+			    state == VIRT_ACTIVE ? " via " : fam->reason[0] ? ": " : "",
+			    state == VIRT_ACTIVE ? fam->method : fam->reason);
+	fam->state = state;
+}
+
+/* Everything runs in the one thread that answers pmcd, and pmcd gives an
+ * agent 5 s (pmcd -t) before it drops it: say which step was slow. */
+#define VIRT_SLOW_MS 1000
+
+static void note_slow(const struct virt_family *fam, const char *what, uint64_t start)
+{
+	uint64_t ms = virt_now_ms() - start;
+
+	if (ms >= VIRT_SLOW_MS)
+		pmNotifyErr(LOG_WARNING, "%s: %s took %llu ms", fam->name, what, (unsigned long long)ms);
+}
+
+/* Failed attaches of a family whose prerequisites are there (ready())
+ * are retried after 1, 2, 4 ... up to 32 poll intervals, not at every
+ * poll: each try loads and verifies the whole BPF object. The prerequisites
+ * going away and coming back (a kernel module reloaded) start over. */
+#define RETRY_MAX_SHIFT 5
+static struct {
+	unsigned int failures;
+	uint64_t at_ms;
+} retry[VIRT_NFAMILIES];
+
+static bool retry_due(struct virt_family *fam)
+{
+	return !retry[fam - virt_families].failures || virt_now_ms() >= retry[fam - virt_families].at_ms;
+}
+
+static void retry_later(struct virt_family *fam)
+{
+	unsigned int n = retry[fam - virt_families].failures++;
+	uint64_t wait = virt_poll_ms << (n < RETRY_MAX_SHIFT ? n : RETRY_MAX_SHIFT);
+
+	retry[fam - virt_families].at_ms = virt_now_ms() + wait;
+	pmNotifyErr(LOG_INFO, "%s: next attach attempt in %llu s", fam->name,
+		    (unsigned long long)(wait + 999) / 1000);
+}
+
+static void try_attach(struct virt_family *fam)
+{
+	uint64_t start;
+	int rc;
+
+	if (!fam->mod)
+		return;
+	if (fam->mod->ready && !fam->mod->ready(fam)) {
+		retry[fam - virt_families].failures = 0;
+		return;
+	}
+	if (!retry_due(fam))
+		return;
+	fam->attach_attempts++;
+	fam->reason[0] = '\0';
+	start = virt_now_ms();
+	rc = fam->mod->attach(fam);
+	if (rc == VIRT_ATTACHED) {
+		pmNotifyErr(LOG_INFO, "%s: attached in %llu ms", fam->name,
+			    (unsigned long long)(virt_now_ms() - start));
+		retry[fam - virt_families].failures = 0;
+		set_state(fam, VIRT_ACTIVE);
+	} else {
+		note_slow(fam, "failed attach", start);
+		if (!fam->reason[0])
+			virt_set_reason(fam, "attach failed: %s", strerror(rc < 0 ? -rc : EAGAIN));
+		set_state(fam, VIRT_UNAVAILABLE);
+		if (rc < 0)
+			retry_later(fam);
+	}
+}
+
+static void detach(struct virt_family *fam)
+{
+	if (fam->state == VIRT_ACTIVE && fam->mod->detach)
+		fam->mod->detach(fam);
+	fam->programs = 0;
+	fam->method[0] = '\0';
+}
+
+/* Called every poll interval and once at start-up. */
+void virt_poll_families(void)
+{
+	for (int i = 1; i < VIRT_NFAMILIES; i++) {
+		struct virt_family *fam = &virt_families[i];
+		uint64_t start;
+		bool ready;
+
+		if (fam->state == VIRT_UNAVAILABLE) {
+			try_attach(fam);
+			continue;
+		}
+		if (fam->state != VIRT_ACTIVE || !fam->mod->ready)
+			continue;
+		start = virt_now_ms();
+		ready = fam->mod->ready(fam);
+		note_slow(fam, "readiness check", start);
+		if (!ready) {
+			/* e.g. the kernel module we probe was unloaded */
+			detach(fam);
+			if (!fam->reason[0])
+				virt_set_reason(fam, "kernel support went away");
+			set_state(fam, VIRT_UNAVAILABLE);
+		}
+	}
+	virt_btf_targets_release();
+}
+
+void virt_shutdown_families(void)
+{
+	for (int i = 1; i < VIRT_NFAMILIES; i++)
+		if (virt_families[i].state == VIRT_ACTIVE)
+			detach(&virt_families[i]);
+}
+
+uint64_t virt_refreshes;
+
+/* Percentile windows of rows gone idle are freed: once a
+ * megabyte of them is, hand the pages back to the system, which glibc
+ * does not do by itself for freed chunks below allocations still in use. */
+static void give_back_windows(void)
+{
+	static size_t freed;
+
+	freed += virt_rows_freed();
+	if (freed >= 1 << 20) {
+		malloc_trim(0);
+		freed = 0;
+	}
+}
+
+void virt_refresh_family(struct virt_family *fam)
+{
+	uint64_t start;
+	int rc;
+
+	if (fam->state != VIRT_ACTIVE || !fam->mod->refresh)
+		return;
+	virt_refreshes++;
+	start = virt_now_ms();
+	rc = fam->mod->refresh(fam);
+	note_slow(fam, "refresh", start);
+	if (rc < 0)
+		pmNotifyErr(LOG_WARNING, "%s: refresh failed: %s", fam->name, strerror(-rc));
+	give_back_windows();
+}

@@ -1,0 +1,158 @@
+/*
+ * The agent's configuration: its own options, the family modules it loads
+ * (modules/virt_<name>.so, refused unless built with the agent's tables)
+ * and virt.conf parsed into every family's options (pmda/config.c).
+ */
+#include "agent.h"
+#include "config.h"
+#include "rows.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *virt_config_path;
+const char *virt_module_dir;
+unsigned long long virt_poll_ms = 2000;
+
+static const struct virt_option agent_options[] = {
+	{ "poll_interval_ms", VIRT_OPT_UINT, 100, 3600000, "2000",
+	  "how often families that are not attached retry (e.g. once kvm_amd or vhost_net is loaded)" },
+	{ "percentile_window_s", VIRT_OPT_UINT, 1, 3600, "10",
+	  "the *_p50/_p90/_p99 metrics cover what the histograms counted in the last this many seconds" },
+};
+#define AGENT_NOPTS (sizeof(agent_options) / sizeof(agent_options[0]))
+static union virt_optval agent_vals[AGENT_NOPTS];
+
+static void log_config(void *arg, const char *msg)
+{
+	(void)arg;
+	pmNotifyErr(LOG_ERR, "config: %s", msg);
+}
+
+static void print_section(const char *name, const struct virt_option *o, unsigned int n)
+{
+	printf("[%s]\nenabled = true\n# attach method: auto = the cheapest that works here\nmethod = auto\n", name);
+	for (unsigned int i = 0; i < n; i++) {
+		if (o[i].type == VIRT_OPT_UINT)
+			printf("# %s (%llu..%llu)\n", o[i].help, o[i].min, o[i].max);
+		else
+			printf("# %s\n", o[i].help);
+		printf("%s = %s\n", o[i].key, o[i].defval);
+	}
+	printf("\n");
+}
+
+/* pmdavirt -C: the default configuration, from the option tables. */
+void virt_print_config(void)
+{
+	printf("# pmdavirt configuration: $PCP_SYSCONF_DIR/virt/virt.conf\n"
+	       "# One section per metric family module; values shown are the defaults.\n"
+	       "# A bad key or value disables that module only: the PMDA log\n"
+	       "# ($PCP_LOG_DIR/pmcd/virt.log) names the file, line and key.\n\n");
+	printf("[agent]\n");
+	for (unsigned int i = 0; i < AGENT_NOPTS; i++)
+		printf("# %s\n%s = %s\n", agent_options[i].help, agent_options[i].key,
+		       agent_options[i].defval);
+	printf("\n");
+	for (int f = 1; f < VIRT_NFAMILIES; f++)
+		if (virt_families[f].mod)
+			print_section(virt_families[f].name, virt_families[f].mod->options,
+				      virt_families[f].mod->noptions);
+}
+
+void virt_load_modules(void)
+{
+	for (int f = 0; f < VIRT_NFAMILIES; f++) {
+		struct virt_family *fam = &virt_families[f];
+		char path[PATH_MAX];
+		const struct virt_module *mod;
+		void *dl;
+
+		if (f == VIRT_F_CONTROL)
+			continue;
+		snprintf(path, sizeof(path), "%s/virt_%s.so", virt_module_dir, fam->name);
+		dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		if (!dl) {
+			virt_set_reason(fam, "cannot load module: %s", dlerror());
+			continue;
+		}
+		mod = dlsym(dl, "virt_module");
+		if (!mod || strcmp(mod->name, fam->name) != 0) {
+			virt_set_reason(fam, "%s: not a pmdavirt module for %s", path, fam->name);
+			dlclose(dl);
+			continue;
+		}
+		if (mod->abi != VIRT_MODULE_ABI) {
+			virt_set_reason(fam, "%s: built for module version %u with metric tables %08x, "
+					"the agent has %u with %08x: rebuild and install both",
+					path, (unsigned int)(mod->abi >> 32), (unsigned int)mod->abi,
+					VIRT_MODULE_VERSION, (unsigned int)VIRT_TABLES_CRC);
+			dlclose(dl);
+			continue;
+		}
+		fam->mod = mod;
+		fam->opts = calloc(mod->noptions ? mod->noptions : 1, sizeof(*fam->opts));
+	}
+}
+
+/* Parse virt.conf into the families' options. A family whose module failed
+ * to load still gets its section checked for "enabled"; its other options
+ * cannot be checked, and its status keeps the reason it did not load. */
+void virt_load_config(void)
+{
+	struct cfg_section secs[VIRT_NFAMILIES];
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	secs[0] = (struct cfg_section){ .name = "agent", .opts = agent_options,
+					.nopts = AGENT_NOPTS, .vals = agent_vals };
+	for (int i = 1; i < VIRT_NFAMILIES; i++) {
+		const struct virt_module *mod = virt_families[i].mod;
+
+		secs[i] = (struct cfg_section){ .name = virt_families[i].name,
+			.opts = mod ? mod->options : NULL, .nopts = mod ? mod->noptions : 0,
+			.vals = virt_families[i].opts };
+	}
+	for (int i = 0; i < VIRT_NFAMILIES; i++)
+		cfg_section_reset(&secs[i], log_config, NULL);
+
+	f = fopen(virt_config_path, "r");
+	if (!f) {
+		pmNotifyErr(LOG_WARNING, "config: %s: %s; every module enabled with defaults",
+			    virt_config_path, strerror(errno));
+	} else {
+		FILE *mem = open_memstream(&text, &len);
+		char buf[4096];
+		size_t n;
+
+		while (mem && (n = fread(buf, 1, sizeof(buf), f)) > 0)
+			fwrite(buf, 1, n, mem);
+		fclose(f);
+		if (mem)
+			fclose(mem);
+		cfg_parse(virt_config_path, text, len, secs, VIRT_NFAMILIES, log_config, NULL);
+		free(text);
+	}
+	virt_poll_ms = agent_vals[0].u;
+	virt_rows_set_window(agent_vals[1].u * 1000);
+	for (int i = 1; i < VIRT_NFAMILIES; i++) {
+		struct virt_family *fam = &virt_families[i];
+
+		fam->state = VIRT_DISABLED;
+		_Static_assert(sizeof(fam->want_method) == sizeof(secs[i].method), "method size");
+		memcpy(fam->want_method, secs[i].method, sizeof(fam->want_method));
+		if (secs[i].broken && fam->mod)
+			virt_set_reason(fam, "bad configuration at %s:%d (details in the PMDA log)",
+					virt_config_path, secs[i].broken_line);
+		else if (secs[i].enabled)	/* without a module, reason says why */
+			fam->state = VIRT_UNAVAILABLE;
+		else
+			fam->reason[0] = '\0';
+	}
+}
+
