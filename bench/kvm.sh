@@ -26,6 +26,7 @@ start_cfg()
 	case $1 in
 	empty_*) start_empty "${1#empty_}" ;;
 	limit) start_empty kvmlimit ;;
+	limit_reason) start_empty kvmreason ;;
 	virt) start_agent kvm ;;
 	virt_counts) start_agent kvm "latency = false" ;;
 	bpftrace)
@@ -52,7 +53,7 @@ stop_cfg()
 	sleep 0.3
 }
 
-for cfg in ${BENCH_CONFIGS:=empty_raw empty_btf empty_tp limit virt virt_counts bpftrace bcc_kvmexit}; do
+for cfg in ${BENCH_CONFIGS:=empty_raw empty_btf empty_tp limit limit_reason virt virt_counts bpftrace bcc_kvmexit}; do
 	measure $cfg $N
 done
 
