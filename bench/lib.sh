@@ -22,11 +22,15 @@ wait_for()
 # gone. prog_ids lists loaded program ids; prog_ns IDS sums run_time_ns
 # (kernel.bpf_stats_enabled) over those ids only.
 prog_ids() { bpftool prog show 2>/dev/null | sed -n 's/^\([0-9][0-9]*\): .*/\1/p' | sort -n; }
-prog_ns()
+prog_ns() { prog_stat run_time_ns "$@"; }
+prog_runs() { prog_stat run_cnt "$@"; }
+prog_stat()
 {
-	bpftool prog show 2>/dev/null | awk -v ids=" $* " '
+	local stat=$1
+	shift
+	bpftool prog show 2>/dev/null | awk -v ids=" $* " -v stat=$stat '
 		/^[0-9]+: / { id = $1; sub(":", "", id); mine = index(ids, " " id " ") > 0 }
-		mine { for (i = 1; i < NF; i++) if ($i == "run_time_ns") t += $(i+1) }
+		mine { for (i = 1; i < NF; i++) if ($i == stat) t += $(i+1) }
 		END { printf "%d", t }'
 }
 base_ids=$(prog_ids | tr '\n' ' ')
@@ -92,11 +96,14 @@ measure()
 # SPREAD, "median min max"
 prog_per_event()
 {
-	local t0 t1 runs
+	local t0 t1 c0 c1 runs
 	sysctl -q -w kernel.bpf_stats_enabled=1
 	runs=$(for _ in $(seq 1 ${BENCH_PROG_RUNS:-3}); do
-		t0=$(prog_ns $cfg_ids); run_ns > /dev/null; t1=$(prog_ns $cfg_ids)
+		t0=$(prog_ns $cfg_ids) c0=$(prog_runs $cfg_ids)
+		run_ns > /dev/null
+		t1=$(prog_ns $cfg_ids) c1=$(prog_runs $cfg_ids)
 		echo $(( (t1 - t0) / $1 ))
+		awk -v c=$((c1 - c0)) -v n=$1 'BEGIN { printf "program runs per event: %.2f\n", c / n }' >&2
 	done)
 	sysctl -q -w kernel.bpf_stats_enabled=0
 	echo "$(echo "$runs" | median)${2:+ $(echo "$runs" | sort -n | head -1) $(echo "$runs" | sort -n | tail -1)}"

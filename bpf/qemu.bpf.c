@@ -75,26 +75,10 @@ static const struct qemu_net_stats zero_net;
 static const struct qemu_vq_stats zero_vq;
 static const struct thread_state zero_thread;
 
-/* The value of key in map, inserted as init first if absent; NULL when
- * the map is full. */
-static __always_inline void *lookup_or_init(void *map, const void *key, const void *init)
-{
-	void *v = bpf_map_lookup_elem(map, key);
-
-	if (v)
-		return v;
-	bpf_map_update_elem(map, key, init, BPF_NOEXIST);
-	return bpf_map_lookup_elem(map, key);
-}
-
 static __always_inline struct qemu_net_stats *proc_stats(void)
 {
 	__u64 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct qemu_net_stats *s = lookup_or_init(&procs, &tgid, &zero_net);
-
-	if (!s)
-		VIRT_DROP(drops, QEMU_DROP_PROC);
-	return s;
+	return VIRT_LOOKUP_OR_INIT(procs, &tgid, &zero_net, drops, QEMU_DROP_PROC);
 }
 
 static __always_inline struct thread_state *thread(bool create)
@@ -240,11 +224,7 @@ int BPF_KRETPROBE(virt_qemu_uretprobe_flush, long rax)
 static __always_inline struct qemu_vq_stats *vq_stats(__u64 vq)
 {
 	struct qemu_vq_key k = { bpf_get_current_pid_tgid() >> 32, vq };
-	struct qemu_vq_stats *s = lookup_or_init(&vqs, &k, &zero_vq);
-
-	if (!s)
-		VIRT_DROP(drops, QEMU_DROP_VQ);
-	return s;
+	return VIRT_LOOKUP_OR_INIT(vqs, &k, &zero_vq, drops, QEMU_DROP_VQ);
 }
 
 static __always_inline void vq_device(__u64 vdev, __u64 vq, __s64 index)

@@ -4,21 +4,6 @@
 
 #include "hist_buckets.h"
 
-/* log2 bucket of v, same as pmda/hist.c virt_bucket_of(): 0 and 1 go to
- * bucket 0, [2^b, 2^(b+1)) to bucket b, the last bucket takes the rest. */
-static __always_inline __u32 virt_log2_bucket(__u64 v)
-{
-	__u32 r = 0;
-
-	if (v >> 32) { v >>= 32; r += 32; }
-	if (v >> 16) { v >>= 16; r += 16; }
-	if (v >> 8) { v >>= 8; r += 8; }
-	if (v >> 4) { v >>= 4; r += 4; }
-	if (v >> 2) { v >>= 2; r += 2; }
-	if (v >> 1) { r += 1; }
-	return r < VIRT_HIST_BUCKETS ? r : VIRT_HIST_BUCKETS - 1;
-}
-
 /* Count an event lost to a full map: drops[reason] in a per-CPU array. */
 #define VIRT_DROP(map, reason)						\
 	do {								\
@@ -27,5 +12,20 @@ static __always_inline __u32 virt_log2_bucket(__u64 v)
 		if (__d)						\
 			(*__d)++;					\
 	} while (0)
+
+/* The value of key in map (a hash), inserted as init if absent; when the
+ * map is full, NULL and the event counted in drops[reason]. (Two CPUs may
+ * insert at once: BPF_NOEXIST lets one win, both then find its entry.) */
+#define VIRT_LOOKUP_OR_INIT(map, key, init, drops, reason)			\
+	({									\
+		void *__v = bpf_map_lookup_elem(&(map), (key));			\
+		if (!__v) {							\
+			bpf_map_update_elem(&(map), (key), (init), BPF_NOEXIST);	\
+			__v = bpf_map_lookup_elem(&(map), (key));		\
+			if (!__v)						\
+				VIRT_DROP(drops, reason);			\
+		}								\
+		__v;								\
+	})
 
 #endif

@@ -7,6 +7,9 @@
 
 #include "virt.h"
 
+#include <bpf/libbpf.h>
+#include <stdarg.h>
+
 /* tables.c: from metrics/<family>.def */
 struct virt_metric_info {
 	enum virt_metric_id id;
@@ -29,6 +32,7 @@ void virt_load_config(void);
 void virt_print_config(void);		/* pmdavirt -C */
 
 /* lifecycle.c */
+int virt_libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap);
 extern uint64_t virt_refreshes;
 void virt_poll_families(void);		/* every poll interval and at start */
 void virt_refresh_family(struct virt_family *fam);

@@ -277,7 +277,7 @@ int virt_btf_targets_register(void)
 		.prog_attach_fn = attach,
 	};
 
-	for (size_t i = 0; i < sizeof(secs) / sizeof(secs[0]); i++) {
+	for (size_t i = 0; i < VIRT_ARRAY_SIZE(secs); i++) {
 		int err = libbpf_register_prog_handler(secs[i].sec, BPF_PROG_TYPE_TRACING,
 						       secs[i].type, &o);
 

@@ -27,7 +27,7 @@ int cfg_parse_bool(const char *s, bool *out)
 	static const char *const yes[] = { "true", "yes", "on", "1" };
 	static const char *const no[] = { "false", "no", "off", "0" };
 
-	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+	for (size_t i = 0; i < VIRT_ARRAY_SIZE(yes); i++) {
 		if (strcmp(s, yes[i]) == 0) {
 			*out = true;
 			return 0;

@@ -20,6 +20,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* Elements of an array (not of a pointer). */
+#define VIRT_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
 enum virt_opt_type { VIRT_OPT_BOOL, VIRT_OPT_UINT, VIRT_OPT_STRING };
 
 struct virt_option {
@@ -66,7 +69,7 @@ int cfg_parse(const char *file, const char *text, size_t len,
 	      struct cfg_section *secs, unsigned int nsecs,
 	      cfg_log_fn log, void *arg);
 
-/* Value parsers, shared with store-able control metrics. 0 or -1. */
+/* Value parsers (also unit-tested alone in qa/unit/t_config). 0 or -1. */
 int cfg_parse_bool(const char *s, bool *out);
 int cfg_parse_uint(const char *s, unsigned long long min,
 		   unsigned long long max, unsigned long long *out);

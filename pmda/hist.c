@@ -5,13 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-unsigned int virt_bucket_of(uint64_t v)
-{
-	unsigned int b = v ? 63 - (unsigned int)__builtin_clzll(v) : 0;
-
-	return b < VIRT_HIST_BUCKETS ? b : VIRT_HIST_BUCKETS - 1;
-}
-
 int virt_bucket_name(char *buf, size_t len, const char *prefix, unsigned int b)
 {
 	return snprintf(buf, len, "%s::%llu-%llu", prefix,

@@ -2,8 +2,8 @@
  * log2 histogram buckets shared by every family.
  *
  * Bucket 0 holds 0 and 1, bucket b >= 1 holds [2^b, 2^(b+1) - 1]; the last
- * bucket also holds everything larger. The BPF side computes the same index
- * (bpf/virt_bpf.h: virt_log2_bucket). Instance names are
+ * bucket also holds everything larger: virt_log2_bucket() in
+ * bpf/hist_buckets.h, the same function on both sides. Instance names are
  * "<prefix>::<lo>-<hi>": grafana-pcp heatmaps split at the first '-', so a
  * prefix must not contain '-' (see virt_sanitize).
  */
@@ -25,8 +25,6 @@ static inline uint64_t virt_bucket_hi(unsigned int b)
 {
 	return ((uint64_t)1 << (b + 1)) - 1;
 }
-
-unsigned int virt_bucket_of(uint64_t v);
 
 /* "<prefix>::<lo>-<hi>" into buf; returns snprintf's result. */
 int virt_bucket_name(char *buf, size_t len, const char *prefix, unsigned int b);

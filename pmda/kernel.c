@@ -2,8 +2,10 @@
 #include "virt.h"
 
 #include <bpf/libbpf.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -34,7 +36,12 @@ bool virt_tracepoint_exists(const char *system, const char *event)
 	if (path_exists("/sys/kernel/tracing/events/%s/%s", system, event) ||
 	    path_exists("/sys/kernel/debug/tracing/events/%s/%s", system, event))
 		return true;
-	/* tracefs not mounted: every tracepoint has a __tracepoint_<event> */
+	/* tracefs not mounted: every tracepoint has a __tracepoint_<event>
+	 * (data: not listed by every kernel) and, since Linux 5.10, a
+	 * __traceiter_<event> function (include/linux/tracepoint.h) */
+	snprintf(sym, sizeof(sym), "__traceiter_%s", event);
+	if (virt_ksym_exists(sym))
+		return true;
 	snprintf(sym, sizeof(sym), "__tracepoint_%s", event);
 	return virt_ksym_exists(sym);
 }
@@ -116,4 +123,79 @@ unsigned int virt_autoload_variant(struct bpf_object *obj, const char *family,
 		n += on;
 	}
 	return n;
+}
+
+void virt_skel_destroy(struct virt_skel *skel)
+{
+	if (!skel)
+		return;
+	bpf_object__destroy_skeleton(skel->skeleton);	/* what __destroy() does */
+	free(skel);
+}
+
+/* One method's whole attach; the object is destroyed on any failure. */
+static struct virt_skel *attach_one(struct virt_family *fam, const struct virt_attach_ops *ops,
+				    const char *method, char *why, size_t len)
+{
+	struct virt_skel *skel = ops->open();
+	unsigned int n;
+	int err;
+
+	if (!skel) {
+		snprintf(why, len, "open: %s", strerror(errno));
+		return NULL;
+	}
+	if (ops->configure && ops->configure(fam, skel, method, why, len) < 0)
+		goto fail;
+	n = virt_autoload_variant(skel->obj, fam->name, method);
+	if ((err = bpf_object__load_skeleton(skel->skeleton))) {
+		snprintf(why, len, "load: %s", strerror(-err));
+		goto fail;
+	}
+	if ((err = bpf_object__attach_skeleton(skel->skeleton))) {
+		snprintf(why, len, "attach: %s", strerror(-err));
+		goto fail;
+	}
+	if (ops->attached && ops->attached(fam, skel, why, len) < 0)
+		goto fail;
+	fam->programs = n;
+	return skel;
+fail:
+	virt_skel_destroy(skel);
+	return NULL;
+}
+
+struct virt_skel *virt_attach_skel(struct virt_family *fam, const struct virt_attach_ops *ops)
+{
+	char why[VIRT_REASON_MAX], all[VIRT_REASON_MAX] = "";
+	uint64_t start = virt_mono_ns();
+	size_t len = 0;
+
+	for (unsigned int i = 0; i < ops->nmethods; i++) {
+		const char *m = ops->methods[i];
+		struct virt_skel *skel;
+
+		if (fam->want_method[0] && strcmp(fam->want_method, m) != 0)
+			continue;
+		why[0] = '\0';
+		if ((skel = attach_one(fam, ops, m, why, sizeof(why)))) {
+			snprintf(fam->method, sizeof(fam->method), "%s", m);
+			fam->attach_ns = virt_mono_ns() - start;
+			return skel;
+		}
+		pmNotifyErr(LOG_INFO, "%s: %s attach failed: %s", fam->name, m, why);
+		if (len < sizeof(all))
+			len += (size_t)snprintf(all + len, sizeof(all) - len, "%s%s: %s",
+						len ? "; " : "", m, why);
+	}
+	if (!all[0]) {
+		len = (size_t)snprintf(all, sizeof(all), "method %s not offered (offers:",
+				       fam->want_method);
+		for (unsigned int i = 0; i < ops->nmethods && len < sizeof(all); i++)
+			len += (size_t)snprintf(all + len, sizeof(all) - len, " %s", ops->methods[i]);
+		if (len < sizeof(all))
+			snprintf(all + len, sizeof(all) - len, ")");
+	}
+	virt_set_reason(fam, "%s", all);
+	return NULL;
 }

@@ -10,7 +10,72 @@
 #include <errno.h>
 #include <malloc.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* libbpf's messages during an attach are held, and written to the log
+ * only if the attach succeeds or fails for a reason not logged before: a
+ * family retrying with the same failure would write the same dozen lines
+ * at every try. */
+static struct {
+	FILE *f;
+	char *text;
+	size_t len;
+} held;
+
+static void log_line(int priority, const char *line)
+{
+	pmNotifyErr(priority, "libbpf: %s", line);
+}
+
+/* libbpf hands over multi-line messages (a verifier log on a failed load):
+ * one log line each, so the reason for a rejection reaches the PMDA log. */
+int virt_libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	int priority = level == LIBBPF_WARN ? LOG_WARNING : LOG_DEBUG;
+	char msg[16384];
+	int lines = 0;
+
+	if (level == LIBBPF_DEBUG && !pmDebugOptions.appl0)
+		return 0;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	for (char *line = msg, *end; *line; line = end) {
+		end = line + strcspn(line, "\n");
+		if (*end)
+			*end++ = '\0';
+		if (!*line || lines++ >= 400)
+			continue;
+		if (held.f)
+			fprintf(held.f, "%d %s\n", priority, line);
+		else
+			log_line(priority, line);
+	}
+	return 0;
+}
+
+static void hold_libbpf_log(void)
+{
+	held.f = open_memstream(&held.text, &held.len);
+}
+
+static void release_libbpf_log(bool write)
+{
+	if (!held.f)
+		return;
+	fclose(held.f);
+	held.f = NULL;
+	for (char *line = held.text, *end; write && line && *line; line = end) {
+		char *text;
+		int priority = (int)strtol(line, &text, 10);
+
+		end = line + strcspn(line, "\n");
+		if (*end)
+			*end++ = '\0';
+		log_line(priority, text + 1);
+	}
+	free(held.text);
+	held.text = NULL;
+}
 
 static void set_state(struct virt_family *fam, enum virt_state state)
 {
@@ -60,6 +125,21 @@ static void retry_later(struct virt_family *fam)
 		    (unsigned long long)(wait + 999) / 1000);
 }
 
+/* A failed attach's libbpf messages, unless the last failure logged them
+ * for the same reason. */
+static void log_failure(struct virt_family *fam)
+{
+	static char logged[VIRT_NFAMILIES][VIRT_REASON_MAX];
+	char *last = logged[fam - virt_families];
+	bool again = strcmp(last, fam->reason) == 0;
+
+	release_libbpf_log(!again);
+	if (again)
+		pmNotifyErr(LOG_INFO, "%s: attach failed again (%s); libbpf's messages as logged before",
+			    fam->name, fam->reason);
+	snprintf(last, VIRT_REASON_MAX, "%s", fam->reason);
+}
+
 static void try_attach(struct virt_family *fam)
 {
 	uint64_t start;
@@ -76,8 +156,10 @@ static void try_attach(struct virt_family *fam)
 	fam->attach_attempts++;
 	fam->reason[0] = '\0';
 	start = virt_now_ms();
+	hold_libbpf_log();
 	rc = fam->mod->attach(fam);
 	if (rc == VIRT_ATTACHED) {
+		release_libbpf_log(true);
 		pmNotifyErr(LOG_INFO, "%s: attached in %llu ms", fam->name,
 			    (unsigned long long)(virt_now_ms() - start));
 		retry[fam - virt_families].failures = 0;
@@ -86,6 +168,7 @@ static void try_attach(struct virt_family *fam)
 		note_slow(fam, "failed attach", start);
 		if (!fam->reason[0])
 			virt_set_reason(fam, "attach failed: %s", strerror(rc < 0 ? -rc : EAGAIN));
+		log_failure(fam);
 		set_state(fam, VIRT_UNAVAILABLE);
 		if (rc < 0)
 			retry_later(fam);

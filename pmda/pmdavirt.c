@@ -24,26 +24,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* libbpf hands over multi-line messages (a verifier log on a failed load):
- * one log line each, so the reason for a rejection reaches the PMDA log. */
-static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	char msg[16384];
-	int lines = 0;
-
-	if (level == LIBBPF_DEBUG && !pmDebugOptions.appl0)
-		return 0;
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	for (char *line = msg, *end; *line; line = end) {
-		end = line + strcspn(line, "\n");
-		if (*end)
-			*end++ = '\0';
-		if (*line && lines++ < 400)
-			pmNotifyErr(level == LIBBPF_WARN ? LOG_WARNING : LOG_DEBUG, "libbpf: %s", line);
-	}
-	return 0;
-}
-
 #ifdef VIRT_SAN_LOG
 /* make check-asan: sanitizer reports go to files the test run collects
  * (the agent's stderr belongs to pmcd's pipe setup). */
@@ -215,7 +195,7 @@ int main(int argc, char **argv)
 	}
 
 	pmdaOpenLog(&dispatch);
-	libbpf_set_print(libbpf_log);
+	libbpf_set_print(virt_libbpf_log);
 	if ((err = virt_btf_targets_register()) < 0)
 		pmNotifyErr(LOG_WARNING, "fentry/fexit/tp_btf handlers not registered (%s): libbpf finds attach targets itself",
 			    strerror(-err));

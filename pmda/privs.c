@@ -8,6 +8,7 @@
  * readable through ordinary ownership.
  */
 #include "privs.h"
+#include "config.h"
 
 #include <errno.h>
 #include <linux/capability.h>
@@ -34,7 +35,7 @@ uint64_t virt_privs_keep_mask(void)
 {
 	uint64_t m = 0;
 
-	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+	for (size_t i = 0; i < VIRT_ARRAY_SIZE(keep); i++)
 		m |= 1ull << keep[i];
 	return m;
 }

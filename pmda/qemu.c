@@ -95,9 +95,10 @@ struct q_bin {
 	char probes[PROBES_MAX];	/* "usdt+uprobe", "uprobe", "none: ..." */
 };
 
-/* A QEMU process: its net rows (one per histogram) and counters. */
+/* A QEMU process (keyed by pid): its net rows, one per histogram (the
+ * table's row is the receive histogram's), and counters. */
 struct p_row {
-	struct virt_row rx;		/* first: pmdaCache private -> p_row */
+	struct virt_keyed k;
 	struct virt_row txp, txb, txs;
 	uint32_t pid;
 	struct q_bin *bin;
@@ -108,9 +109,9 @@ struct p_row {
 	unsigned int ndevs;
 };
 
-/* A virtqueue of a QEMU process (USDT). */
+/* A virtqueue of a QEMU process (USDT), keyed by a hash of its key. */
 struct v_row {
-	struct virt_row row;		/* first */
+	struct virt_keyed k;
 	struct qemu_vq_key key;
 	uint64_t v[VW];
 	bool seen;
@@ -120,10 +121,7 @@ struct qemu_state {
 	struct qemu_bpf *skel;
 	struct q_bin **bins;
 	size_t nbins, capbins;
-	struct p_row **procs;
-	size_t nprocs, capprocs;
-	struct v_row **vqs;
-	size_t nvqs, capvqs;
+	struct virt_table procs, vqs;	/* of p_row, of v_row */
 	struct virt_bulk pbulk, vbulk, ibulk;
 	time_t scanned;
 	bool scan_ok;			/* some process's binary can be probed */
@@ -137,6 +135,8 @@ static struct qemu_state *state(struct virt_family *fam)
 		return st;
 	if (!(st = calloc(1, sizeof(*st))))
 		return NULL;
+	st->procs = VIRT_TABLE_OF(struct p_row);
+	st->vqs = VIRT_TABLE_OF(struct v_row);
 	if (virt_bulk_alloc(&st->pbulk, fam->opts[OPT_MAX_PROCS].u, sizeof(__u64),
 			    sizeof(struct qemu_net_stats)) < 0 ||
 	    virt_bulk_alloc(&st->vbulk, fam->opts[OPT_MAX_QUEUES].u, sizeof(struct qemu_vq_key),
@@ -297,7 +297,7 @@ static void find_symbols(struct q_bin *b, Elf *e)
 			return;
 		se = de;
 	}
-	for (size_t i = 0; i < sizeof(rx_syms) / sizeof(rx_syms[0]) && !rx; i++)
+	for (size_t i = 0; i < VIRT_ARRAY_SIZE(rx_syms) && !rx; i++)
 		if ((rx = symtab_func(se, rx_syms[i])))
 			b->rx_sym = rx_syms[i];
 	fl = symtab_func(se, flush_sym);
@@ -364,7 +364,7 @@ static bool attach_uprobes(struct qemu_bpf *skel, struct q_bin *b, const char *e
 		{ skel->progs.virt_qemu_uprobe_sendv, false, b->sendv_off, sendv_sym },
 	};
 
-	for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++) {
+	for (size_t i = 0; i < VIRT_ARRAY_SIZE(u); i++) {
 		struct bpf_link *l = bpf_program__attach_uprobe(u[i].prog, u[i].ret, -1, exe,
 								 (size_t)u[i].off);
 
@@ -386,7 +386,7 @@ static bool attach_usdt(struct qemu_bpf *skel, struct q_bin *b, const char *exe,
 		{ skel->progs.virt_qemu_usdt_notify_irqfd, "virtio_notify_irqfd" },
 	};
 
-	for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++) {
+	for (size_t i = 0; i < VIRT_ARRAY_SIZE(u); i++) {
 		struct bpf_link *l = bpf_program__attach_usdt(u[i].prog, -1, exe, "qemu",
 							      u[i].name, NULL);
 
@@ -463,73 +463,52 @@ static struct q_bin *bin_of(struct qemu_state *st, const struct stat *sb, const 
 
 static struct p_row *proc_of(struct qemu_state *st, uint32_t pid, bool create)
 {
-	struct p_row *r;
+	struct p_row *r = virt_table_find(&st->procs, pid);
 	char name[16];
 
-	for (size_t i = 0; i < st->nprocs; i++)
-		if (st->procs[i]->pid == pid)
-			return st->procs[i];
-	if (!create)
-		return NULL;
-	if (st->nprocs == st->capprocs) {
-		size_t cap = st->capprocs ? st->capprocs * 2 : 8;
-		struct p_row **v = realloc(st->procs, cap * sizeof(struct p_row *));
-
-		if (!v)
-			return NULL;
-		st->procs = v;
-		st->capprocs = cap;
-	}
-	if (!(r = calloc(1, sizeof(*r))))
+	if (r || !create)
+		return r;
+	snprintf(name, sizeof(name), "%u", pid);
+	if (!(r = virt_table_add(&st->procs, pid, virt_indom(VIRT_I_QEMU_PROC),
+				 virt_indom(VIRT_I_QEMU_RX_HIST), name)))
 		return NULL;
 	r->pid = pid;
-	snprintf(name, sizeof(name), "%u", pid);
-	virt_row_init(&r->rx, virt_indom(VIRT_I_QEMU_PROC), virt_indom(VIRT_I_QEMU_RX_HIST), name);
 	virt_row_init(&r->txp, PM_INDOM_NULL, virt_indom(VIRT_I_QEMU_TXP_HIST), name);
 	virt_row_init(&r->txb, PM_INDOM_NULL, virt_indom(VIRT_I_QEMU_TXB_HIST), name);
 	virt_row_init(&r->txs, PM_INDOM_NULL, virt_indom(VIRT_I_QEMU_TXS_HIST), name);
 	/* no _pNN metrics for these: no percentile windows (~3.3 KB each) */
-	r->rx.no_percentiles = r->txp.no_percentiles = true;
+	r->k.row.no_percentiles = r->txp.no_percentiles = true;
 	r->txb.no_percentiles = r->txs.no_percentiles = true;
-	st->procs[st->nprocs++] = r;
 	return r;
 }
 
-static void vq_free(struct qemu_state *st, size_t i)
-{
-	virt_row_release(&st->vqs[i]->row);
-	free(st->vqs[i]);
-	st->vqs[i] = st->vqs[--st->nvqs];
-}
-
 /* A process is gone: its instances, rows and map entries go too. */
-static void proc_free(struct qemu_state *st, size_t i)
+static void proc_free(struct qemu_state *st, struct p_row *r)
 {
-	struct p_row *r = st->procs[i];
+	for (size_t q = 0; q < st->vqs.n;) {
+		struct v_row *v = (struct v_row *)st->vqs.v[q];
 
-	for (size_t q = 0; q < st->nvqs;)
-		if (st->vqs[q]->key.tgid == r->pid) {
-			if (st->skel) {
-				virt_bpf_syscalls += 2;
-				bpf_map_delete_elem(bpf_map__fd(st->skel->maps.vqs), &st->vqs[q]->key);
-				bpf_map_delete_elem(bpf_map__fd(st->skel->maps.vqinfo), &st->vqs[q]->key);
-			}
-			vq_free(st, q);
-		} else {
+		if (v->key.tgid != r->pid) {
 			q++;
+			continue;
 		}
+		if (st->skel) {
+			virt_bpf_syscalls += 2;
+			bpf_map_delete_elem(bpf_map__fd(st->skel->maps.vqs), &v->key);
+			bpf_map_delete_elem(bpf_map__fd(st->skel->maps.vqinfo), &v->key);
+		}
+		virt_table_remove(&st->vqs, v);
+	}
 	if (st->skel && r->counted) {
 		uint64_t k = r->pid;
 
 		virt_bpf_syscalls++;
 		bpf_map_delete_elem(bpf_map__fd(st->skel->maps.procs), &k);
 	}
-	virt_row_release(&r->rx);
 	virt_row_release(&r->txp);
 	virt_row_release(&r->txb);
 	virt_row_release(&r->txs);
-	free(r);
-	st->procs[i] = st->procs[--st->nprocs];
+	virt_table_remove(&st->procs, r);
 }
 
 /* The executable of pid: target = its path, exe = a path to open it by.
@@ -577,8 +556,8 @@ static void scan(struct virt_family *fam)
 	st->scanned = time(NULL);
 	if (!d)
 		return;
-	for (size_t i = 0; i < st->nprocs; i++)
-		st->procs[i]->present = false;
+	for (size_t i = 0; i < st->procs.n; i++)
+		((struct p_row *)st->procs.v[i])->present = false;
 	st->scan_ok = false;
 	while ((de = readdir(d))) {
 		char exe[PATH_MAX], target[PATH_MAX];
@@ -608,9 +587,9 @@ static void scan(struct virt_family *fam)
 			snprintf(why, sizeof(why), "%s", b->why);
 	}
 	closedir(d);
-	for (size_t i = 0; i < st->nprocs;)
-		if (!st->procs[i]->present)
-			proc_free(st, i);
+	for (size_t i = 0; i < st->procs.n;)
+		if (!((struct p_row *)st->procs.v[i])->present)
+			proc_free(st, (struct p_row *)st->procs.v[i]);
 		else
 			i++;
 	if (!st->scan_ok)
@@ -684,19 +663,19 @@ static void qemu_detach(struct virt_family *fam)
 			st->bins[i]->probes[0] = '\0';
 	}
 	/* what this object counted moves into the rows' bases */
-	for (size_t i = 0; i < st->nprocs; i++) {
-		struct p_row *r = st->procs[i];
+	for (size_t i = 0; i < st->procs.n; i++) {
+		struct p_row *r = (struct p_row *)st->procs.v[i];
 
 		memcpy(r->base, r->sum, sizeof(r->base));
 		memset(r->last, 0, sizeof(r->last));
-		virt_row_rebase(&r->rx);
+		virt_row_rebase(&r->k.row);
 		virt_row_rebase(&r->txp);
 		virt_row_rebase(&r->txb);
 		virt_row_rebase(&r->txs);
 		r->counted = false;
 	}
-	while (st->nvqs)
-		vq_free(st, st->nvqs - 1);
+	while (st->vqs.n)
+		virt_table_remove(&st->vqs, st->vqs.v[st->vqs.n - 1]);
 	qemu_bpf__destroy(st->skel);
 	st->skel = NULL;
 }
@@ -721,28 +700,39 @@ static void read_procs(struct qemu_state *st)
 		memcpy(r->last, (const uint64_t *)st->pbulk.vals + (size_t)i * NW, sizeof(r->last));
 		r->counted = true;
 	}
-	for (size_t i = 0; i < st->nprocs; i++) {
-		struct p_row *r = st->procs[i];
+	for (size_t i = 0; i < st->procs.n; i++) {
+		struct p_row *r = (struct p_row *)st->procs.v[i];
 
 		for (size_t w = 0; w < NSCALAR; w++)
 			r->sum[w] = r->base[w] + r->last[w];
-		virt_row_set(&r->rx, NULL, 0, &r->last[NWD(rx_hist)]);
+		virt_row_set(&r->k.row, NULL, 0, &r->last[NWD(rx_hist)]);
 		virt_row_set(&r->txp, NULL, 0, &r->last[NWD(txp_hist)]);
 		virt_row_set(&r->txb, NULL, 0, &r->last[NWD(txb_hist)]);
 		virt_row_set(&r->txs, NULL, 0, &r->last[NWD(txs_hist)]);
-		virt_row_expose(&r->rx, true);
+		virt_row_expose(&r->k.row, true);
 		virt_row_expose(&r->txp, true);
 		virt_row_expose(&r->txb, true);
 		virt_row_expose(&r->txs, true);
 	}
 }
 
+/* The table's key for a queue: both halves folded (the table mixes the
+ * bits; same_vq tells queues whose keys collide apart). */
+static uint64_t vq_hash(const struct qemu_vq_key *k)
+{
+	return k->vq ^ ((uint64_t)k->tgid << 32 | k->tgid);
+}
+
+static bool same_vq(const void *entry, const void *key)
+{
+	const struct qemu_vq_key *a = &((const struct v_row *)entry)->key, *b = key;
+
+	return a->tgid == b->tgid && a->vq == b->vq;
+}
+
 static struct v_row *vq_of(struct qemu_state *st, const struct qemu_vq_key *k)
 {
-	for (size_t i = 0; i < st->nvqs; i++)
-		if (st->vqs[i]->key.tgid == k->tgid && st->vqs[i]->key.vq == k->vq)
-			return st->vqs[i];
-	return NULL;
+	return virt_table_find_if(&st->vqs, vq_hash(k), same_vq, k);
 }
 
 /* Device number of vdev within its process (first sight order). */
@@ -775,20 +765,10 @@ static struct v_row *vq_add(struct qemu_state *st, const struct qemu_vq_key *k,
 		snprintf(name + n, sizeof(name) - (size_t)n, "%lld", (long long)info->index);
 	else
 		snprintf(name + n, sizeof(name) - (size_t)n, "vq_%llx", (unsigned long long)k->vq);
-	if (st->nvqs == st->capvqs) {
-		size_t cap = st->capvqs ? st->capvqs * 2 : 16;
-		struct v_row **a = realloc(st->vqs, cap * sizeof(struct v_row *));
-
-		if (!a)
-			return NULL;
-		st->vqs = a;
-		st->capvqs = cap;
-	}
-	if (!(v = calloc(1, sizeof(*v))))
+	if (!(v = virt_table_add(&st->vqs, vq_hash(k), virt_indom(VIRT_I_QEMU_VQ),
+				 PM_INDOM_NULL, name)))
 		return NULL;
 	v->key = *k;
-	virt_row_init(&v->row, virt_indom(VIRT_I_QEMU_VQ), PM_INDOM_NULL, name);
-	st->vqs[st->nvqs++] = v;
 	return v;
 }
 
@@ -811,8 +791,8 @@ static void read_vqs(struct qemu_state *st)
 	int ninfo = 0;
 	bool fresh = false;
 
-	for (size_t i = 0; i < st->nvqs; i++)
-		st->vqs[i]->seen = false;
+	for (size_t i = 0; i < st->vqs.n; i++)
+		((struct v_row *)st->vqs.v[i])->seen = false;
 	for (int i = 0; i < got; i++) {
 		const struct qemu_vq_key *k = (const struct qemu_vq_key *)st->vbulk.keys + i;
 		struct v_row *v = vq_of(st, k);
@@ -830,7 +810,7 @@ static void read_vqs(struct qemu_state *st)
 		}
 		memcpy(v->v, (const uint64_t *)st->vbulk.vals + (size_t)i * VW, sizeof(uint64_t) * VW);
 		v->seen = true;
-		virt_row_expose(&v->row, true);
+		virt_row_expose(&v->k.row, true);
 	}
 }
 
@@ -871,8 +851,8 @@ static const size_t vq_word[VIRT_NMETRICS] = {
 static int qemu_fetch(struct virt_family *fam, enum virt_metric_id m, unsigned int inst,
 		      pmAtomValue *atom)
 {
+	struct virt_row *row;
 	struct p_row *r;
-	struct v_row *v;
 
 	(void)fam;
 	switch (m) {
@@ -886,15 +866,16 @@ static int qemu_fetch(struct virt_family *fam, enum virt_metric_id m, unsigned i
 		return virt_row_fetch(VIRT_I_QEMU_TXS_HIST, VIRT_ROW_HIST, inst, atom);
 	case VIRT_M_QEMU_VQ_POPS: case VIRT_M_QEMU_VQ_FILLS: case VIRT_M_QEMU_VQ_FILL_BYTES:
 	case VIRT_M_QEMU_VQ_FLUSHES: case VIRT_M_QEMU_VQ_KICKS: case VIRT_M_QEMU_VQ_NOTIFIES:
-		if (!(v = (struct v_row *)virt_row_of(virt_indom(VIRT_I_QEMU_VQ), inst)))
+		if (!(row = virt_row_of(virt_indom(VIRT_I_QEMU_VQ), inst)))
 			return PM_ERR_INST;
-		atom->ull = v->v[vq_word[m]];
+		atom->ull = VIRT_ENTRY_OF(row, struct v_row)->v[vq_word[m]];
 		return PMDA_FETCH_STATIC;
 	default:
 		break;
 	}
-	if (!(r = (struct p_row *)virt_row_of(virt_indom(VIRT_I_QEMU_PROC), inst)))
+	if (!(row = virt_row_of(virt_indom(VIRT_I_QEMU_PROC), inst)))
 		return PM_ERR_INST;
+	r = VIRT_ENTRY_OF(row, struct p_row);
 	switch (m) {
 	case VIRT_M_QEMU_PROCESS_PROBES:
 		atom->cp = r->bin && r->bin->probes[0] ? r->bin->probes : (char *)"none";

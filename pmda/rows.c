@@ -288,15 +288,15 @@ static int reindex(struct virt_table *t)
 	return 0;
 }
 
-/* Walk the entries whose key is key: match(entry, arg) picks one. */
-static void *probe(const struct virt_table *t, uint64_t key, const char *name)
+void *virt_table_find_if(const struct virt_table *t, uint64_t key,
+			 bool (*match)(const void *entry, const void *arg), const void *arg)
 {
 	if (!t->nslot)
 		return NULL;
 	for (size_t h = key_slot(key, t->nslot); t->slot[h]; h = (h + 1) & (t->nslot - 1)) {
 		struct virt_keyed *e = t->v[t->slot[h] - 1];
 
-		if (e->key == key && (!name || strcmp(e->row.name, name) == 0))
+		if (e->key == key && (!match || match(e, arg)))
 			return e;
 	}
 	return NULL;
@@ -304,12 +304,17 @@ static void *probe(const struct virt_table *t, uint64_t key, const char *name)
 
 void *virt_table_find(const struct virt_table *t, uint64_t key)
 {
-	return probe(t, key, NULL);
+	return virt_table_find_if(t, key, NULL, NULL);
+}
+
+static bool has_name(const void *entry, const void *name)
+{
+	return strcmp(((const struct virt_keyed *)entry)->row.name, name) == 0;
 }
 
 void *virt_table_find_name(const struct virt_table *t, const char *name)
 {
-	return probe(t, virt_name_key(name), name);
+	return virt_table_find_if(t, virt_name_key(name), has_name, name);
 }
 
 void *virt_table_add(struct virt_table *t, uint64_t key, pmInDom indom,

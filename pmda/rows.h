@@ -112,10 +112,16 @@ struct virt_table {
 
 /* An empty table of entries of type T (T starts with struct virt_keyed). */
 #define VIRT_TABLE_OF(T) ((struct virt_table){ .entry_size = sizeof(T) })
+/* The entry of type T whose main row is row (a pmdaCache private pointer). */
+#define VIRT_ENTRY_OF(row, T) ((T *)(void *)((char *)(row) - offsetof(struct virt_keyed, row)))
 
 uint64_t virt_name_key(const char *name);
 /* The entry with this key (the first one added, if several), or NULL. */
 void *virt_table_find(const struct virt_table *t, uint64_t key);
+/* The entry with this key for which match(entry, arg) holds (keys that are
+ * hashes of a longer identity), or NULL. */
+void *virt_table_find_if(const struct virt_table *t, uint64_t key,
+			 bool (*match)(const void *entry, const void *arg), const void *arg);
 /* The entry whose main row is named name, or NULL. */
 void *virt_table_find_name(const struct virt_table *t, const char *name);
 /* Add a zeroed entry whose main row is initialised as virt_row_init() does;

@@ -24,7 +24,7 @@ static const struct virt_option agent_options[] = {
 	{ "percentile_window_s", VIRT_OPT_UINT, 1, 3600, "10",
 	  "the *_p50/_p90/_p99 metrics cover what the histograms counted in the last this many seconds" },
 };
-#define AGENT_NOPTS (sizeof(agent_options) / sizeof(agent_options[0]))
+#define AGENT_NOPTS VIRT_ARRAY_SIZE(agent_options)
 static union virt_optval agent_vals[AGENT_NOPTS];
 
 static void log_config(void *arg, const char *msg)

@@ -13,7 +13,7 @@
 const struct virt_metric_info virt_metric_info[VIRT_NMETRICS] = {
 #define VIRT_METRIC(fam, id, name, item, type, indom, sem, units) \
 	[VIRT_M_##id] = { VIRT_M_##id, VIRT_F_##fam, name },
-#include "../metrics/all.def"
+#include "all.def"
 };
 
 #define U_NONE	PMDA_PMUNITS(0, 0, 0, 0, 0, 0)
@@ -24,7 +24,7 @@ const struct virt_metric_info virt_metric_info[VIRT_NMETRICS] = {
 #define SERIAL(id) VIRT_SERIAL_##id
 enum {
 #define VIRT_INDOM(fam, id, serial, text) VIRT_SERIAL_##id = serial,
-#include "../metrics/all.def"
+#include "all.def"
 	VIRT_SERIAL_NOINDOM = -1
 };
 #define INDOM_OF(indom) ((pmInDom)(SERIAL(indom) < 0 ? PM_INDOM_NULL : (pmInDom)SERIAL(indom)))
@@ -34,24 +34,24 @@ pmdaMetric virt_metrictab[VIRT_NMETRICS] = {
 	[VIRT_M_##id] = { (void *)&virt_metric_info[VIRT_M_##id],			\
 		{ PMDA_PMID(VIRT_CLUSTER_##fam, item), type, INDOM_OF(indom), sem, \
 		  U_##units } },
-#include "../metrics/all.def"
+#include "all.def"
 };
 
 static pmdaInstid module_insts[VIRT_NFAMILIES - 1];
 
 pmdaIndom virt_indomtab[VIRT_NINDOMS] = {
 #define VIRT_INDOM(fam, id, serial, text) [VIRT_I_##id] = { serial, 0, NULL },
-#include "../metrics/all.def"
+#include "all.def"
 };
 
 const enum virt_family_id virt_indom_family[VIRT_NINDOMS] = {
 #define VIRT_INDOM(fam, id, serial, text) [VIRT_I_##id] = VIRT_F_##fam,
-#include "../metrics/all.def"
+#include "all.def"
 };
 
 struct virt_family virt_families[VIRT_NFAMILIES] = {
 #define VIRT_FAMILY(id, fname, clus) [VIRT_F_##id] = { .name = fname, .cluster = clus },
-#include "../metrics/all.def"
+#include "all.def"
 };
 
 pmInDom virt_indom(enum virt_indom_id id)

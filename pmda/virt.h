@@ -30,25 +30,25 @@
 /* Global metric ids: VIRT_M_<ID> for every VIRT_METRIC in metrics/<family>.def. */
 enum virt_metric_id {
 #define VIRT_METRIC(fam, id, name, item, type, indom, sem, units) VIRT_M_##id,
-#include "../metrics/all.def"
+#include "all.def"
 	VIRT_NMETRICS
 };
 
 /* Instance domains: VIRT_I_<ID>, indexes into the agent's pmdaIndom table. */
 enum virt_indom_id {
 #define VIRT_INDOM(fam, id, serial, text) VIRT_I_##id,
-#include "../metrics/all.def"
+#include "all.def"
 	VIRT_NINDOMS
 };
 
 enum virt_cluster {
 #define VIRT_FAMILY(id, name, cluster) VIRT_CLUSTER_##id = cluster,
-#include "../metrics/all.def"
+#include "all.def"
 };
 
 enum virt_family_id {
 #define VIRT_FAMILY(id, name, cluster) VIRT_F_##id,
-#include "../metrics/all.def"
+#include "all.def"
 	VIRT_NFAMILIES
 };
 
@@ -134,6 +134,37 @@ int virt_attach_chain(struct virt_family *fam, const struct virt_method *m,
 int virt_btf_targets_register(void);
 void virt_btf_targets_release(void);
 
+/*
+ * One attach of a family's BPF skeleton, the same for every family:
+ * for each of the family's methods in order (or only the one virt.conf
+ * names): open -> configure -> enable that variant's programs -> load ->
+ * attach -> attached; the first that gets through is kept, and any step's
+ * failure destroys the object in one place and is recorded per method
+ * in fam->reason. A family describes its part in a table:
+ */
+struct virt_skel {			/* how every bpftool skeleton begins */
+	struct bpf_object_skeleton *skeleton;
+	struct bpf_object *obj;
+};
+struct virt_attach_ops {
+	const char *const *methods;	/* variant names, cheapest first */
+	unsigned int nmethods;
+	/* the skeleton's __open(), as a struct virt_skel * */
+	struct virt_skel *(*open)(void);
+	/* before load: rodata, map sizes (may be NULL). 0, or -1 with why */
+	int (*configure)(struct virt_family *fam, struct virt_skel *skel,
+			 const char *method, char *why, size_t len);
+	/* after attach: map memory, per-attach state (may be NULL). 0, or -1
+	 * with why, having undone its own work */
+	int (*attached)(struct virt_family *fam, struct virt_skel *skel,
+			char *why, size_t len);
+};
+/* The attached skeleton (fam->method and fam->programs set), or NULL with
+ * fam->reason listing each method's failure. */
+struct virt_skel *virt_attach_skel(struct virt_family *fam, const struct virt_attach_ops *ops);
+/* Detach and free what virt_attach_skel returned (NULL is fine). */
+void virt_skel_destroy(struct virt_skel *skel);
+
 /* Variants of a family's programs live in one BPF object, named
  * virt_<family>_<variant>_<what> (e.g. virt_virtio_fentry_add_sgs and
  * virt_virtio_kprobe_add_sgs). Before load, enable only one variant's
@@ -145,7 +176,7 @@ unsigned int virt_autoload_variant(struct bpf_object *obj, const char *family,
 /* Bulk map reads: one BPF_MAP_LOOKUP_BATCH for the whole map (a few when
  * the kernel returns less). values holds max_entries values; a per-CPU
  * value is round_up(value_size, 8) * virt_ncpus() bytes. Returns the number
- * of entries read or -errno. *syscalls (optional) is incremented per bpf(). */
+ * of entries read or -errno; each bpf() call counts in virt_bpf_syscalls. */
 int virt_ncpus(void);
 int virt_map_dump(int fd, void *keys, size_t key_size, void *values,
 		  size_t value_size, unsigned int max_entries);

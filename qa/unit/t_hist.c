@@ -1,4 +1,5 @@
-/* log2 buckets and instance names (pmda/hist.c). */
+/* log2 buckets (bpf/hist_buckets.h: the function the BPF programs run
+ * too) and instance names (pmda/hist.c). */
 #include "hist.h"
 #include "unit.h"
 
@@ -9,19 +10,30 @@ int main(void)
 {
 	char buf[128];
 
-	CHECK(virt_bucket_of(0) == 0);
-	CHECK(virt_bucket_of(1) == 0);
-	CHECK(virt_bucket_of(2) == 1);
-	CHECK(virt_bucket_of(3) == 1);
-	CHECK(virt_bucket_of(1024) == 10);
-	CHECK(virt_bucket_of(2047) == 10);
-	CHECK(virt_bucket_of(2048) == 11);
-	CHECK(virt_bucket_of(~0ull) == VIRT_HIST_BUCKETS - 1);
+	CHECK(virt_log2_bucket(0) == 0);
+	CHECK(virt_log2_bucket(1) == 0);
+	CHECK(virt_log2_bucket(2) == 1);
+	CHECK(virt_log2_bucket(3) == 1);
+	CHECK(virt_log2_bucket(1024) == 10);
+	CHECK(virt_log2_bucket(2047) == 10);
+	CHECK(virt_log2_bucket(2048) == 11);
+	CHECK(virt_log2_bucket(~0ull) == VIRT_HIST_BUCKETS - 1);
 	/* every value lies inside its bucket's [lo, hi] */
 	for (unsigned int b = 0; b + 1 < VIRT_HIST_BUCKETS; b++) {
-		CHECK(virt_bucket_of(virt_bucket_lo(b)) == b);
-		CHECK(virt_bucket_of(virt_bucket_hi(b)) == b);
+		CHECK(virt_log2_bucket(virt_bucket_lo(b)) == b);
+		CHECK(virt_log2_bucket(virt_bucket_hi(b)) == b);
 		CHECK(virt_bucket_hi(b) + 1 == virt_bucket_lo(b + 1));
+	}
+	/* against count-leading-zeros around every power of two */
+	for (unsigned int s = 1; s < 64; s++) {
+		for (int d = -1; d <= 1; d++) {
+			unsigned long long v = (1ull << s) + (unsigned long long)d;
+			unsigned int want = 63 - (unsigned int)__builtin_clzll(v);
+
+			if (want >= VIRT_HIST_BUCKETS)
+				want = VIRT_HIST_BUCKETS - 1;
+			CHECK(virt_log2_bucket(v) == want);
+		}
 	}
 
 	virt_bucket_name(buf, sizeof(buf), "io", 0);

@@ -49,6 +49,11 @@ struct fam_entry {
 	int extra;
 };
 
+static bool extra_is(const void *entry, const void *arg)
+{
+	return ((const struct fam_entry *)entry)->extra == *(const int *)arg;
+}
+
 /* The keyed table: by key and by name, stable pointers across growth,
  * removal, and a name whose hash collides with a key. */
 static void check_table(void)
@@ -93,6 +98,24 @@ static void check_table(void)
 	virt_table_add(&t, virt_name_key("web01"), indom, hindom, "other");
 	CHECK(virt_table_find_name(&t, "web01") == NULL);
 	CHECK(virt_table_get_name(&t, indom, hindom, "web01") != NULL);
+
+	/* keys that collide, told apart by a match */
+	{
+		struct fam_entry *a = virt_table_add(&t, 4242, indom, hindom, "a");
+		struct fam_entry *b = virt_table_add(&t, 4242, indom, hindom, "b");
+		int one = 1, two = 2, three = 3;
+
+		if (a && b) {
+			a->extra = 1;
+			b->extra = 2;
+		}
+		CHECK(a && b && virt_table_find_if(&t, 4242, extra_is, &one) == a);
+		CHECK(virt_table_find_if(&t, 4242, extra_is, &two) == b);
+		CHECK(virt_table_find_if(&t, 4242, extra_is, &three) == NULL);
+		virt_table_remove(&t, a);
+		CHECK(virt_table_find_if(&t, 4242, extra_is, &two) == b);
+		virt_table_remove(&t, b);
+	}
 
 	/* removal: the others stay where they are and are still found */
 	virt_table_remove(&t, virt_table_find(&t, 500));
