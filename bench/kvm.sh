@@ -4,7 +4,9 @@
 # configuration, P pairs of runs alternate without/with it attached, in the
 # same boot; added cost per exit = (run_ns with - run_ns without) / exits.
 # Prints one row per configuration: median and min..max of the added ns per
-# exit, and ratios to the floor (an empty raw_tp pair) and to bpftrace.
+# exit, and ratios to the floor (an empty raw_tp pair), to the limit (the
+# least a latency histogram needs: bench/empty.bpf.c's kvm limit programs)
+# and to bpftrace.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 b=$top/build
@@ -23,6 +25,8 @@ start_cfg()
 {
 	case $1 in
 	empty_*) start_empty "${1#empty_}" ;;
+	limit) start_empty kvmlimit ;;
+	limit_reason) start_empty kvmreason ;;
 	virt) start_agent kvm ;;
 	virt_counts) start_agent kvm "latency = false" ;;
 	bpftrace)
@@ -49,18 +53,19 @@ stop_cfg()
 	sleep 0.3
 }
 
-for cfg in ${BENCH_CONFIGS:=empty_raw empty_btf empty_tp virt virt_counts bpftrace bcc_kvmexit}; do
+for cfg in ${BENCH_CONFIGS:=empty_raw empty_btf empty_tp limit limit_reason virt virt_counts bpftrace bcc_kvmexit}; do
 	measure $cfg $N
 done
 
 floor=$(col empty_raw 2) bt=$(col bpftrace 2)
-pfloor=$(col empty_raw 5) pbt=$(col bpftrace 5)
+pfloor=$(col empty_raw 5) plim=$(col limit 5) pbt=$(col bpftrace 5)
 echo "kvm family overhead: $N cpuid exits per run, $P pairs per configuration, $(nproc) vCPU TCG VM"
 echo "wall: added ns per exit from paired runs (median, min..max); prog: ns per exit inside BPF programs (bpf_stats)"
-printf '%-12s %10s %16s %7s %7s %8s %7s %7s\n' config "wall" "min..max" "/floor" "/bpftr" "prog" "/floor" "/bpftr"
+printf '%-12s %10s %16s %7s %7s %8s %7s %7s %7s\n' config "wall" "min..max" "/floor" "/bpftr" "prog" "/floor" "/limit" "/bpftr"
 while read -r cfg med lo hi prog; do
-	printf '%-12s %10s %16s %7s %7s %8s %7s %7s\n' $cfg $med "$lo..$hi" \
-		$(ratio $med "$floor") $(ratio $med "$bt") $prog $(ratio $prog "$pfloor") $(ratio $prog "$pbt")
+	printf '%-12s %10s %16s %7s %7s %8s %7s %7s %7s\n' $cfg $med "$lo..$hi" \
+		$(ratio $med "$floor") $(ratio $med "$bt") $prog $(ratio $prog "$pfloor") \
+		$(ratio $prog "$plim") $(ratio $prog "$pbt")
 done < $work/summary
 if [ -n "$(col bcc_kvmexit 2)" ] && [ -n "$(col virt_counts 2)" ]; then
 	echo "counts-only vs bcc kvmexit (forced onto its tracepoint): wall $(ratio "$(col virt_counts 2)" "$(col bcc_kvmexit 2)"), prog $(ratio "$(col virt_counts 5)" "$(col bcc_kvmexit 5)")"
