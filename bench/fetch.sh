@@ -1,7 +1,7 @@
 #!/bin/bash
 # Start-up, fetch cost and memory, run inside the test VM (bench/run fetch).
-#  start-up: pmdavirt -A with all three families enabled, wall time from
-#            exec to the last family attached (median of 3), and RSS then
+#  start-up: bench/startup.sh (pmdavirt -A, exec to all families attached,
+#            median of 3, and RSS then)
 #  fetch:    under pmcd, kvmguest -h H -N makes H distinct hypercall numbers
 #            (each a row with its latency histogram: >= 10 000 histogram
 #            instances with H = 10000); M fetches of the whole virt namespace
@@ -25,18 +25,7 @@ export PATH=$work:$PATH
 conf=$work/virt.conf
 sed -e "/^\[kvm\]/,/^\[/ s/^max_hypercalls = .*/max_hypercalls = $((H + 100))/" $b/virt.conf > $conf
 
-echo "== start-up: pmdavirt -A, all families (3 runs)"
-for r in 1 2 3; do
-	: > $work/log
-	t0=$(date +%s%N)
-	$b/pmdavirt -A -c $conf -M $b/modules -l $work/log & pid=$!
-	for _ in $(seq 1 600); do [ "$(grep -c ': active via' $work/log)" -ge 3 ] && break; sleep 0.05; done
-	t1=$(date +%s%N)
-	rss=$(awk '/^VmRSS/ {print $2}' /proc/$pid/status)
-	echo "run $r: $(( (t1 - t0) / 1000000 )) ms to 3 families attached, RSS $rss KiB"
-	kill $pid; wait $pid 2>/dev/null
-done | tee $work/startup
-echo "median: $(awk '{print $3}' $work/startup | sort -n | sed -n 2p) ms"
+BENCH_STARTS=${BENCH_STARTS:-3} "$top/bench/startup.sh" $conf
 
 echo "== under pmcd"
 pgrep -x pmcd > /dev/null || /etc/init.d/pmcd start > /dev/null 2>&1
