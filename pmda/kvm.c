@@ -10,10 +10,9 @@
 #include "virt.h"
 #include "rows.h"
 #include "kvm.h"
+#include "kvm_names.h"
 #include "kvm.skel.h"
 
-#include <asm/svm.h>
-#include <asm/vmx.h>
 #include <bpf/bpf.h>
 #include <errno.h>
 #include <linux/kvm.h>
@@ -76,12 +75,6 @@ struct kvm_state {
 
 /* ------------------------------------------------------------- names */
 
-static const struct { unsigned int code; const char *name; } svm_names[] = {
-	SVM_EXIT_REASONS
-}, vmx_names[] = {
-	VMX_EXIT_REASONS
-};
-
 #define N(x) [KVM_EXIT_##x] = "KVM_EXIT_" #x
 static const char *const uexit_names[KVM_UEXIT_REASONS] = {
 	N(UNKNOWN), N(EXCEPTION), N(IO), N(HYPERCALL), N(DEBUG), N(HLT), N(MMIO),
@@ -94,37 +87,6 @@ static const char *const uexit_names[KVM_UEXIT_REASONS] = {
 	N(NOTIFY),
 };
 #undef N
-
-/* The reason as the kernel's kvm_exit tracepoint prints it; unknown codes
- * get stable names vmx_<n> / svm_0x<hex>. */
-static void exit_name(char *buf, size_t len, unsigned int isa, unsigned int code)
-{
-	if (isa == KVM_ISA_VMX) {
-		for (size_t i = 0; i < sizeof(vmx_names) / sizeof(vmx_names[0]); i++)
-			if (vmx_names[i].code == (code & 0xffff)) {
-				snprintf(buf, len, "%s", vmx_names[i].name);
-				return;
-			}
-		snprintf(buf, len, "vmx_%u", code & 0xffff);
-		return;
-	}
-	for (size_t i = 0; i < sizeof(svm_names) / sizeof(svm_names[0]); i++)
-		if (svm_names[i].code == code) {
-			snprintf(buf, len, "%s", svm_names[i].name);
-			return;
-		}
-	snprintf(buf, len, "svm_0x%x", code);
-}
-
-static void slot_name(char *buf, size_t len, unsigned int slot)
-{
-	if (slot < KVM_SLOT_SVM_LO)
-		exit_name(buf, len, KVM_ISA_VMX, slot - KVM_SLOT_VMX);
-	else if (slot < KVM_SLOT_SVM_HI)
-		exit_name(buf, len, KVM_ISA_SVM, slot - KVM_SLOT_SVM_LO);
-	else
-		exit_name(buf, len, KVM_ISA_SVM, 0x400 + slot - KVM_SLOT_SVM_HI);
-}
 
 /* --------------------------------------------------------- keyed rows */
 
@@ -332,7 +294,7 @@ static void init_rows(struct kvm_state *st)
 	char name[VIRT_NAME_MAX];
 
 	for (unsigned int s = 0; s < KVM_SLOTS; s++) {
-		slot_name(name, sizeof(name), s);
+		kvm_slot_name(name, sizeof(name), s);
 		virt_row_init(&st->slots[s], virt_indom(VIRT_I_KVM_REASON),
 			      virt_indom(VIRT_I_KVM_REASON_HIST), name);
 	}
@@ -425,7 +387,7 @@ typedef void (*name_fn)(char *buf, size_t len, uint64_t key);
 
 static void name_other(char *buf, size_t len, uint64_t key)
 {
-	exit_name(buf, len, (unsigned int)(key >> 32), (unsigned int)key);
+	kvm_exit_name(buf, len, (unsigned int)(key >> 32), (unsigned int)key);
 }
 
 static void name_decimal(char *buf, size_t len, uint64_t key)

@@ -68,8 +68,10 @@
  * kvm_entry fires once per kvm_exit. The hypercall number is used as is:
  * pick one KVM does not implement (42, 7, ...) for a side-effect-free call
  * returning -KVM_ENOSYS; e.g. 11 (KVM_HC_SCHED_YIELD) returns 0.
- * Only the AMD path (vmmcall) has been run; the Intel one (vmcall, with
- * KVM_SET_TSS_ADDR for hosts without unrestricted guest) is untested.
+ * Both paths have run: AMD (vmmcall) in the test VM, Intel (vmcall) under
+ * Bochs with EPT and unrestricted guest (qa/vm/bochs: exactly 1
+ * EPT_VIOLATION, no EXTERNAL_INTERRUPT there); KVM_SET_TSS_ADDR for hosts
+ * without unrestricted guest is untested.
  *
  * Summary on stdout (totals over all vCPUs and repeats), one fact per line:
  *   vendor amd|intel            hypercall instruction family used
