@@ -4,7 +4,9 @@ each family's instance domains are two prefixes (with the characters a
 regex must escape: '/' and '.'; "7" beside "77"), histogram instances
 "<prefix>::lo-hi" for each prefix and two buckets; a string metric's value
 is the instance name, a number's at record t (0, 1, 2) 10 t + the length
-of the instance name, times 1000 for nanoseconds (io's p99: 2, 12, 22 us).   dasharchive.py TOP ARCHIVE"""
+of the instance name, times 10^7 for a nanosecond counter (10^8 ns/s:
+10% of a CPU; a mean time per event of 10^7 ns) and 1000 for nanosecond
+values (the percentiles: io's p99 2, 12, 22 us).   dasharchive.py TOP ARCHIVE"""
 import glob
 import re
 import sys
@@ -51,8 +53,10 @@ for fam, mid, name, item, typ, indom, sem, units in metrics:
                 log.pmiAddInstance(ind, n, i)
             except pmi.pmiErr:
                 pass    # another metric of the instance domain added it
-    # times (the percentiles) in microseconds' range: 1000 ns steps
-    plan.append(("virt." + name, typ == "PM_TYPE_STRING", insts, 1000 if units == "NSEC" else 1))
+    # time counters grow by 10^8 ns per second (10% of a CPU), percentiles
+    # in microseconds' range (1000 ns steps)
+    scale = 1 if units != "NSEC" else 10 ** 7 if sem == "PM_SEM_COUNTER" else 1000
+    plan.append(("virt." + name, typ == "PM_TYPE_STRING", insts, scale))
 for t in range(3):
     for name, string, insts, scale in plan:
         for i in insts:
