@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 """Write the grafana-pcp dashboards of pmdavirt (Vector: live from pmproxy,
-Redis: history from pmseries) from one panel list, so both stay alike.
+Valkey: history from pmseries, many hosts) from one panel list, so both
+stay alike. (grafana-pcp 5.2 renamed its Redis datasource Valkey, with no
+alias for the old id: a Redis dashboard has no datasource there.)
 
     grafana/mkdashboards.py [outdir]     (default: this directory)
 
@@ -13,27 +15,48 @@ import sys
 DATASOURCES = {
     "vector": ("performancecopilot-vector-datasource", "PCP Vector",
                "pmdavirt: live (PCP Vector)", "now-5m", "5s"),
-    "redis": ("performancecopilot-redis-datasource", "PCP Redis",
-              "pmdavirt: history (PCP Redis)", "now-6h", "1m"),
+    "valkey": ("performancecopilot-valkey-datasource", "PCP Valkey",
+               "pmdavirt: history (PCP Valkey)", "now-6h", "1m"),
 }
 
-# (title, kind, expressions, unit); kind: heatmap | graph | table
+# A heatmap shows one prefix of its histogram's instances ("<prefix>::lo-hi":
+# grafana-pcp reads the part after the first '-' as the bucket bound, so
+# two prefixes in one panel would share buckets). Each selector is a
+# dashboard variable of prefixes; a heatmap repeats over it.
+#   name: (label, metric whose values are the prefixes)
+SELECTORS = {
+    "reason": ("exit reason", "virt.kvm.exit.reason"),
+    "hypercall": ("hypercall", "virt.kvm.hypercall.number"),
+    "vmmreason": ("VMM exit reason", "virt.kvm.userspace.reason"),
+    "vqueue": ("virtqueue", "virt.virtio.queue.name"),
+    "hqueue": ("vhost queue", "virt.vhost.queue.name"),
+    "qemu": ("QEMU process", "virt.qemu.process.name"),
+}
+
 ROWS = [
+    ("agent: why a family shows nothing", [
+        ("family modules (virt.control.module.status first)", "table",
+         ["virt.control.module.status", "virt.control.module.method",
+          "virt.control.module.programs", "virt.control.module.dropped"], "short"),
+    ]),
     ("KVM exits (host)", [
-        ("exit latency per reason (ns)", "heatmap", ["virt.kvm.exit.latency"], "ns"),
+        ("exit latency per reason (ns)", "heatmap", ["virt.kvm.exit.latency"], "ns", "reason"),
         ("exits/s per reason", "graph", ["virt.kvm.exit.count"], "ops"),
         ("exit latency p99 per reason", "graph", ["virt.kvm.exit.latency_p99"], "ns"),
         ("exits/s per VM", "graph", ["virt.kvm.vm.exits"], "ops"),
-        ("hypercall latency (ns)", "heatmap", ["virt.kvm.hypercall.latency"], "ns"),
-        ("VMM (userspace exit) handling time (ns)", "heatmap", ["virt.kvm.userspace.latency"], "ns"),
+        ("hypercall latency (ns)", "heatmap", ["virt.kvm.hypercall.latency"], "ns", "hypercall"),
+        ("VMM (userspace exit) handling time (ns)", "heatmap", ["virt.kvm.userspace.latency"], "ns", "vmmreason"),
         ("VMM exits/s per KVM_EXIT reason", "graph", ["virt.kvm.userspace.count"], "ops"),
+        ("VMM handling time p99 per KVM_EXIT reason", "graph", ["virt.kvm.userspace.latency_p99"],
+         "ns"),
+        ("hypercall latency p99 per hypercall", "graph", ["virt.kvm.hypercall.latency_p99"], "ns"),
     ]),
     ("virtio queues (guest)", [
         ("virtqueues", "table", ["virt.virtio.queue.driver", "virt.virtio.queue.device",
                                  "virt.virtio.sgs.in", "virt.virtio.sgs.out",
                                  "virt.virtio.bytes.in", "virt.virtio.bytes.out",
                                  "virt.virtio.inflight"], "short"),
-        ("add to completion latency (ns)", "heatmap", ["virt.virtio.latency"], "ns"),
+        ("add to completion latency (ns)", "heatmap", ["virt.virtio.latency"], "ns", "vqueue"),
         ("bytes/s out per queue", "graph", ["virt.virtio.bytes.out"], "Bps"),
         ("bytes/s in per queue", "graph", ["virt.virtio.bytes.in"], "Bps"),
         ("buffers in flight", "graph", ["virt.virtio.inflight"], "short"),
@@ -41,34 +64,46 @@ ROWS = [
         ("latency p99 per queue", "graph", ["virt.virtio.latency_p99"], "ns"),
     ]),
     ("vhost queues (host)", [
-        ("wakeup to handler latency (ns)", "heatmap", ["virt.vhost.latency"], "ns"),
-        ("packets per handler run", "heatmap", ["virt.vhost.batch.packets"], "short"),
-        ("bytes per handler run", "heatmap", ["virt.vhost.batch.bytes"], "bytes"),
+        ("wakeup to handler latency (ns)", "heatmap", ["virt.vhost.latency"], "ns", "hqueue"),
+        ("packets per handler run", "heatmap", ["virt.vhost.batch.packets"], "short", "hqueue"),
+        ("bytes per handler run", "heatmap", ["virt.vhost.batch.bytes"], "bytes", "hqueue"),
         ("kicks/s and wakeups/s", "graph", ["virt.vhost.kicks", "virt.vhost.wakeups"], "ops"),
         ("stalls/s", "graph", ["virt.vhost.stalls"], "ops"),
         ("runs over budget/s", "graph", ["virt.vhost.weight_exceeded"], "ops"),
         ("latency p99 per queue", "graph", ["virt.vhost.latency_p99"], "ns"),
+        ("packets and bytes per handler run, p99 per queue", "graph",
+         ["virt.vhost.batch.packets_p99", "virt.vhost.batch.bytes_p99"], "short"),
     ]),
     ("QEMU processes (host, device side without vhost)", [
-        ("received packet size (bytes)", "heatmap", ["virt.qemu.net.rx.bytes"], "bytes"),
-        ("sent packet size (bytes)", "heatmap", ["virt.qemu.net.tx.sizes"], "bytes"),
-        ("packets per TX flush", "heatmap", ["virt.qemu.net.tx.packets"], "short"),
-        ("bytes per TX flush", "heatmap", ["virt.qemu.net.tx.bytes"], "bytes"),
+        ("received packet size (bytes)", "heatmap", ["virt.qemu.net.rx.bytes"], "bytes", "qemu"),
+        ("sent packet size (bytes)", "heatmap", ["virt.qemu.net.tx.sizes"], "bytes", "qemu"),
+        ("packets per TX flush", "heatmap", ["virt.qemu.net.tx.packets"], "short", "qemu"),
+        ("bytes per TX flush", "heatmap", ["virt.qemu.net.tx.bytes"], "bytes", "qemu"),
         ("packets/s delivered and sent", "graph",
          ["virt.qemu.net.rx.delivered", "virt.qemu.net.tx.sent"], "pps"),
         ("RX deferred/s (guest out of buffers)", "graph", ["virt.qemu.net.rx.deferred"], "ops"),
         ("virtqueue kicks/s and interrupts/s (USDT)", "graph",
          ["virt.qemu.vq.kicks", "virt.qemu.vq.notifies"], "ops"),
     ]),
-    ("agent", [
-        ("family modules", "table", ["virt.control.module.status", "virt.control.module.method",
-                                     "virt.control.module.programs", "virt.control.module.dropped"],
-         "short"),
-    ]),
 ]
 
 
-def panel(pid, title, kind, exprs, unit, x, y, w, h):
+def expression(kind, metric, selector):
+    """The query of one target: Vector takes a metric or a derived-metric
+    expression (registered through pmproxy's /pmapi/derive), Valkey a
+    pmseries query, filtered by host and by instance name."""
+    if kind == "vector":
+        if selector:
+            # PCP's matchinst(): /pattern/ is a POSIX ERE; Grafana's regex
+            # format escapes '/' and the regex characters of the value
+            return "matchinst(/^${%s:regex}::/, %s)" % (selector, metric)
+        return metric
+    return '%s{hostname == "$host"}' % metric
+
+
+def panel(kind, pid, item, x, y, w, h):
+    title, ptype, exprs, unit = item[:4]
+    selector = item[4] if len(item) > 4 else None
     p = {
         "id": pid,
         "title": title,
@@ -77,10 +112,17 @@ def panel(pid, title, kind, exprs, unit, x, y, w, h):
         "targets": [],
     }
     for i, e in enumerate(exprs):
-        fmt = {"heatmap": "heatmap", "table": "metrics_table"}.get(kind, "time_series")
-        p["targets"].append({"refId": chr(ord("A") + i), "expr": e, "format": fmt})
-    if kind == "heatmap":
+        # Valkey has no table format: tables take its time series' last values
+        fmt = {"heatmap": "heatmap",
+               "table": "metrics_table" if kind == "vector" else "time_series"}.get(ptype, "time_series")
+        p["targets"].append({"refId": chr(ord("A") + i), "expr": expression(kind, e, selector),
+                             "format": fmt})
+    if ptype == "heatmap":
         p.update({
+            "title": "%s: $%s" % (title, selector),
+            "repeat": selector,
+            "repeatDirection": "h",
+            "maxPerRow": 2,
             "type": "heatmap",
             "dataFormat": "tsbuckets",
             "yBucketBound": "upper",
@@ -91,29 +133,65 @@ def panel(pid, title, kind, exprs, unit, x, y, w, h):
             "legend": {"show": False},
             "tooltip": {"show": True},
         })
-    elif kind == "table":
-        p.update({"type": "table", "transformations": [
-            {"id": "merge", "options": {}}]})
+    elif ptype == "table":
+        merge = {"id": "merge", "options": {}} if kind == "vector" else \
+            {"id": "reduce", "options": {"reducers": ["lastNotNull"]}}
+        p.update({"type": "table", "transformations": [merge]})
     else:
         p.update({"type": "timeseries",
                   "fieldConfig": {"defaults": {"unit": unit}, "overrides": []}})
     return p
 
 
+def variables(kind):
+    dstype, dsname = DATASOURCES[kind][:2]
+    out = [{"name": "datasource", "type": "datasource", "query": dstype,
+            "label": dsname, "hide": 0, "current": {}, "options": [], "refresh": 1}]
+    if kind == "valkey":
+        out.append({"name": "host", "type": "query", "datasource": "$datasource",
+                    "query": "label_values(hostname)", "label": "host", "hide": 0,
+                    "current": {}, "options": [], "refresh": 1, "multi": False,
+                    "includeAll": False, "regex": "", "sort": 1})
+    if kind == "vector":
+        for name, (label, metric) in SELECTORS.items():
+            # the values of the name metric: the prefixes the host has now
+            out.append({"name": name, "type": "query", "datasource": "$datasource",
+                        "query": metric, "label": label, "hide": 0, "current": {},
+                        "options": [], "refresh": 2, "multi": True, "includeAll": True,
+                        "regex": "", "sort": 1})
+    return out
+
+
 def dashboard(kind):
-    dstype, dsname, title, span, refresh = DATASOURCES[kind]
+    title, span, refresh = DATASOURCES[kind][2:]
     panels, pid, y = [], 1, 0
     for row_title, items in ROWS:
         panels.append({"id": pid, "type": "row", "title": row_title, "collapsed": False,
                        "gridPos": {"x": 0, "y": y, "w": 24, "h": 1}, "panels": []})
         pid, y = pid + 1, y + 1
-        for i, (t, k, e, u) in enumerate(items):
-            w = 24 if k == "table" else 12
-            x = 0 if w == 24 else 12 * (i % 2)
-            panels.append(panel(pid, t, k, e, u, x, y, w, 8))
-            pid += 1
-            if w == 24 or x == 12 or i == len(items) - 1:
+        # heatmaps first, one line each (a repeated panel fills its line)
+        items = sorted(items, key=lambda it: it[1] != "heatmap")
+        if kind == "valkey":
+            # no heatmaps from pmseries: its instance.name qualifier selects
+            # a metric's series, and /series/values then returns every
+            # instance (PCP 6.0.3, qa/404), so one panel would mix every
+            # prefix's buckets. History shows the percentiles per prefix.
+            items = [it for it in items if it[1] != "heatmap"]
+        col = 0
+        for item in items:
+            if item[1] == "heatmap" or item[1] == "table":
+                if col:
+                    y, col = y + 8, 0
+                panels.append(panel(kind, pid, item, 0, y, 24, 8))
                 y += 8
+            else:
+                panels.append(panel(kind, pid, item, 12 * col, y, 12, 8))
+                if col:
+                    y += 8
+                col = 1 - col
+            pid += 1
+        if col:
+            y += 8
     return {
         "title": title,
         "uid": "pmdavirt-" + kind,
@@ -123,10 +201,7 @@ def dashboard(kind):
         "editable": True,
         "time": {"from": span, "to": "now"},
         "refresh": refresh,
-        "templating": {"list": [{
-            "name": "datasource", "type": "datasource", "query": dstype,
-            "label": dsname, "hide": 0, "current": {}, "options": [], "refresh": 1,
-        }]},
+        "templating": {"list": variables(kind)},
         "annotations": {"list": []},
         "panels": panels,
     }

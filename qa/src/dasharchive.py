@@ -1,0 +1,65 @@
+"""qa/404: write a PCP archive (LOGIMPORT, pcp.pmi) of every metric in
+metrics/*.def with its descriptor, host "qahost", 3 records; instances of
+each family's instance domains are two prefixes (with the characters a
+regex must escape: '/' and '.'; "7" beside "77"), histogram instances
+"<prefix>::lo-hi" for each prefix and two buckets; a string metric's value
+is the instance name, a number's at record t (0, 1, 2) 10 t + the length
+of the instance name, times 10^7 for a nanosecond counter (10^8 ns/s:
+10% of a CPU; a mean time per event of 10^7 ns) and 1000 for nanosecond
+values (the percentiles: io's p99 2, 12, 22 us).   dasharchive.py TOP ARCHIVE"""
+import glob
+import re
+import sys
+
+import cpmapi as c
+from pcp import pmi
+
+top, out = sys.argv[1], sys.argv[2]
+TYPES = {"PM_TYPE_U64": c.PM_TYPE_U64, "PM_TYPE_U32": c.PM_TYPE_U32, "PM_TYPE_STRING": c.PM_TYPE_STRING}
+SEMS = {"PM_SEM_COUNTER": c.PM_SEM_COUNTER, "PM_SEM_INSTANT": c.PM_SEM_INSTANT, "PM_SEM_DISCRETE": c.PM_SEM_DISCRETE}
+log = pmi.pmiLogImport(out)
+log.pmiSetHostname("qahost")
+clusters, indoms, metrics = {}, {}, []
+for f in sorted(glob.glob(top + "/metrics/*.def")):
+    for l in open(f):
+        m = re.match(r'VIRT_FAMILY\((\w+), "(\w+)", (\d+)\)', l)
+        if m:
+            clusters[m.group(1)] = int(m.group(3))
+        m = re.match(r'VIRT_INDOM\((\w+), (\w+), (\d+),', l)
+        if m:
+            indoms[m.group(2)] = int(m.group(3))
+        m = re.match(r'VIRT_METRIC\((\w+), (\w+), "([\w.]+)", (\d+), (\w+), (\w+), (\w+), (\w+)\)', l)
+        if m:
+            metrics.append(m.groups())
+PREFIX = {"CONTROL": ["kvm", "virtio"], "KVM": ["io", "npf"], "VIRTIO": ["virtio0/req.0", "virtio1/requests"],
+          "VHOST": ["1234/net0/tx", "1234/net0/rx"], "QEMU": ["77", "7"]}
+plan = []
+for fam, mid, name, item, typ, indom, sem, units in metrics:
+    if typ not in TYPES:
+        continue    # the event metric
+    u = log.pmiUnits(0, 1, 0, 0, c.PM_TIME_NSEC, 0) if units == "NSEC" else \
+        log.pmiUnits(1, 0, 0, c.PM_SPACE_BYTE, 0, 0) if units == "BYTE" else \
+        log.pmiUnits(0, 0, 1, 0, 0, c.PM_COUNT_ONE) if units == "COUNT" else log.pmiUnits(0, 0, 0, 0, 0, 0)
+    ind = c.PM_INDOM_NULL if indom == "NOINDOM" else log.pmiInDom(498, indoms[indom])
+    log.pmiAddMetric("virt." + name, log.pmiID(498, clusters[fam], int(item)), TYPES[typ], ind, SEMS[sem], u)
+    insts = [""]
+    if indom != "NOINDOM":
+        if indom.endswith("_HIST"):
+            insts = ["%s::%d-%d" % (p, lo, 2 * lo - 1) for p in PREFIX[fam] for lo in (1024, 2048)]
+        else:
+            insts = PREFIX[fam]
+        for i, n in enumerate(insts):
+            try:
+                log.pmiAddInstance(ind, n, i)
+            except pmi.pmiErr:
+                pass    # another metric of the instance domain added it
+    # time counters grow by 10^8 ns per second (10% of a CPU), percentiles
+    # in microseconds' range (1000 ns steps)
+    scale = 1 if units != "NSEC" else 10 ** 7 if sem == "PM_SEM_COUNTER" else 1000
+    plan.append(("virt." + name, typ == "PM_TYPE_STRING", insts, scale))
+for t in range(3):
+    for name, string, insts, scale in plan:
+        for i in insts:
+            log.pmiPutValue(name, i, (i or "x") if string else str(scale * (10 * t + len(i))))
+    log.pmiWrite(1700000000 + t, 0)
+del log
