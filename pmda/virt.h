@@ -137,7 +137,7 @@ void virt_btf_targets_release(void);
 /*
  * One attach of a family's BPF skeleton, the same for every family:
  * for each of the family's methods in order (or only the one virt.conf
- * names): open -> configure -> enable that variant's programs -> load ->
+ * names): open -> enable that variant's programs -> configure -> load ->
  * attach -> attached; the first that gets through is kept, and any step's
  * failure destroys the object in one place and is recorded per method
  * in fam->reason. A family describes its part in a table:
@@ -151,7 +151,8 @@ struct virt_attach_ops {
 	unsigned int nmethods;
 	/* the skeleton's __open(), as a struct virt_skel * */
 	struct virt_skel *(*open)(void);
-	/* before load: rodata, map sizes (may be NULL). 0, or -1 with why */
+	/* before load: rodata, map sizes, and turning off programs of the
+	 * variant that cannot load here (may be NULL). 0, or -1 with why */
 	int (*configure)(struct virt_family *fam, struct virt_skel *skel,
 			 const char *method, char *why, size_t len);
 	/* after attach: map memory, per-attach state (may be NULL). 0, or -1
