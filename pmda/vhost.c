@@ -727,59 +727,36 @@ static int vhost_refresh(struct virt_family *fam)
 
 /* -------------------------------------------------------------- fetch */
 
-static const size_t word_of[VIRT_NMETRICS] = {
-	[VIRT_M_VHOST_KICKS] = W(kicks),
-	[VIRT_M_VHOST_WAKEUPS] = W(wakeups),
-	[VIRT_M_VHOST_STALLS] = W(stalls),
-	[VIRT_M_VHOST_WEIGHT_EXCEEDED] = W(weight_exceeded),
+#define WORD(id, field) \
+	[VIRT_M_VHOST_##id] = VIRT_ANSWER_WORD(VHOST_QUEUE, struct q_row, k.row, sum[W(field)])
+#define PCTS(id, hrow) \
+	VIRT_ANSWER_PERCENTILES(VIRT_M_VHOST_##id, VHOST_QUEUE, struct q_row, k.row, hrow)
+
+static const struct virt_answer vhost_answers[VIRT_NMETRICS] = {
+	WORD(KICKS, kicks),
+	WORD(WAKEUPS, wakeups),
+	WORD(STALLS, stalls),
+	WORD(WEIGHT_EXCEEDED, weight_exceeded),
+	[VIRT_M_VHOST_LATENCY] = VIRT_ANSWER_BUCKET(VHOST_LATENCY_HIST),
+	[VIRT_M_VHOST_BATCH_PACKETS] = VIRT_ANSWER_BUCKET(VHOST_PACKETS_HIST),
+	[VIRT_M_VHOST_BATCH_BYTES] = VIRT_ANSWER_BUCKET(VHOST_BYTES_HIST),
+	PCTS(LAT, k.row),
+	PCTS(PACKETS, pkts),
+	PCTS(BYTES, bytes),
+	/* only inside event records */
+	[VIRT_M_VHOST_STALL_QUEUE] = VIRT_ANSWER_NONE,
+	[VIRT_M_VHOST_STALL_LATENCY] = VIRT_ANSWER_NONE,
+	[VIRT_M_VHOST_STALL_CPU] = VIRT_ANSWER_NONE,
 };
 
-/* percentile metrics: which of the queue's histograms, which percentile */
-static const struct { unsigned int hist, pct; } pct_of[VIRT_NMETRICS] = {
-#define PCT(id, h) \
-	[VIRT_M_VHOST_##id##_P50] = { h, 50 }, \
-	[VIRT_M_VHOST_##id##_P90] = { h, 90 }, \
-	[VIRT_M_VHOST_##id##_P99] = { h, 99 }
-	PCT(LAT, 0), PCT(PACKETS, 1), PCT(BYTES, 2),
-#undef PCT
-};
-
+/* The rest: the stall event records. */
 static int vhost_fetch(struct virt_family *fam, enum virt_metric_id m, unsigned int inst,
 		       pmAtomValue *atom)
 {
-	struct vhost_state *st = fam->priv;
-	struct virt_row *row = virt_row_of(virt_indom(VIRT_I_VHOST_QUEUE), inst);
-	struct q_row *r = row ? VIRT_ENTRY_OF(row, struct q_row) : NULL;
-
-	switch (m) {
-	case VIRT_M_VHOST_LATENCY:
-		return virt_row_fetch(VIRT_I_VHOST_LATENCY_HIST, VIRT_ROW_HIST, inst, atom);
-	case VIRT_M_VHOST_BATCH_PACKETS:
-		return virt_row_fetch(VIRT_I_VHOST_PACKETS_HIST, VIRT_ROW_HIST, inst, atom);
-	case VIRT_M_VHOST_BATCH_BYTES:
-		return virt_row_fetch(VIRT_I_VHOST_BYTES_HIST, VIRT_ROW_HIST, inst, atom);
-	case VIRT_M_VHOST_STALL_EVENTS:
-		return fetch_events(st, atom);
-	case VIRT_M_VHOST_LAT_P50: case VIRT_M_VHOST_LAT_P90: case VIRT_M_VHOST_LAT_P99:
-	case VIRT_M_VHOST_PACKETS_P50: case VIRT_M_VHOST_PACKETS_P90: case VIRT_M_VHOST_PACKETS_P99:
-	case VIRT_M_VHOST_BYTES_P50: case VIRT_M_VHOST_BYTES_P90: case VIRT_M_VHOST_BYTES_P99:
-		if (!r)
-			return PM_ERR_INST;
-		return virt_row_percentile(pct_of[m].hist == 0 ? &r->k.row :
-					   pct_of[m].hist == 1 ? &r->pkts : &r->bytes,
-					   pct_of[m].pct, atom);
-	case VIRT_M_VHOST_STALL_QUEUE: case VIRT_M_VHOST_STALL_LATENCY:
-	case VIRT_M_VHOST_STALL_CPU:
-		return PMDA_FETCH_NOVALUES;	/* only inside event records */
-	case VIRT_M_VHOST_KICKS: case VIRT_M_VHOST_WAKEUPS:
-	case VIRT_M_VHOST_STALLS: case VIRT_M_VHOST_WEIGHT_EXCEEDED:
-		if (!r)
-			return PM_ERR_INST;
-		atom->ull = r->sum[word_of[m]];
-		return PMDA_FETCH_STATIC;
-	default:
+	(void)inst;
+	if (m != VIRT_M_VHOST_STALL_EVENTS)
 		return PM_ERR_PMID;
-	}
+	return fetch_events(fam->priv, atom);
 }
 
 const struct virt_module virt_module = {
@@ -792,4 +769,5 @@ const struct virt_module virt_module = {
 	.detach = vhost_detach,
 	.refresh = vhost_refresh,
 	.fetch = vhost_fetch,
+	.answers = vhost_answers,
 };

@@ -24,7 +24,7 @@
  * high word and a checksum of metrics/<*>.def (build/tables.h, made by the
  * GNUmakefile) in the low one. */
 #include "tables.h"
-#define VIRT_MODULE_VERSION 2u
+#define VIRT_MODULE_VERSION 3u
 #define VIRT_MODULE_ABI ((uint64_t)VIRT_MODULE_VERSION << 32 | VIRT_TABLES_CRC)
 
 /* Global metric ids: VIRT_M_<ID> for every VIRT_METRIC in metrics/<family>.def. */
@@ -82,6 +82,8 @@ struct virt_family {
 #define VIRT_ATTACHED		0
 #define VIRT_NOT_YET		1	/* unavailable now, retry when ready() */
 
+struct virt_answer;
+
 struct virt_module {
 	uint64_t abi;			/* VIRT_MODULE_ABI */
 	const char *name;		/* family name: "kvm", "virtio", ... */
@@ -99,9 +101,13 @@ struct virt_module {
 	void (*detach)(struct virt_family *fam);
 	/* Read the maps in bulk, update instance domains. Once per fetch. */
 	int (*refresh)(struct virt_family *fam);
-	/* One value: PMDA_FETCH_STATIC, PMDA_FETCH_NOVALUES or an error. */
+	/* One value: PMDA_FETCH_STATIC, PMDA_FETCH_NOVALUES or an error; only
+	 * for the metrics that answers does not describe. */
 	int (*fetch)(struct virt_family *fam, enum virt_metric_id metric,
 		     unsigned int inst, pmAtomValue *atom);
+	/* VIRT_NMETRICS answers by metric id (pmda/rows.h), or NULL: the
+	 * metrics the agent answers from the rows without the module. */
+	const struct virt_answer *answers;
 };
 
 /*
