@@ -31,7 +31,8 @@
  * handler runs one at a time (under vq->mutex, on its device's worker), so
  * the run in progress lives in the queue's slot: no thread or CPU state.
  * A slot is found by hashing the pointer into a plain array (the verifier
- * inlines the lookups: no helper call), as bpf/virtio.bpf.c does.
+ * inlines the lookups: no helper call): virt_slot_get(), as in
+ * bpf/virtio.bpf.c.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -84,6 +85,8 @@ struct vhost_virtqueue___virt {
 	struct vhost_poll___virt poll;
 	void *handle_kick;
 } __attribute__((preserve_access_index));
+
+_Static_assert(VHOST_SLOT_FREED == VIRT_SLOT_FREED, "the agent frees slots as virt_bpf.h reads them");
 
 /* log2 of the number of slots (the agent sets it from max_queues) */
 const volatile __u32 slot_bits = 11;
@@ -166,71 +169,28 @@ static __always_inline void fill_queue(struct vhost_slot *s, __u64 vq)
 	s->q.dev = (__u64)dev;
 }
 
-/* The slot a queue's probe looks at i-th (Fibonacci hashing of the
- * address; the mask keeps it in the array). */
-static __always_inline struct vhost_slot *probe_slot(__u64 vq, __u32 i)
-{
-	__u32 k = ((__u32)((vq * 0x9E3779B97F4A7C15ULL) >> (64 - slot_bits)) + i) &
-		  ((1U << slot_bits) - 1);
-
-	return bpf_map_lookup_elem(&queues, &k);
-}
-
-/* A slot just claimed (never used, or zeroed by the agent but for its
- * dead mark): a queue's, or a poll's that is not a queue's (dev only). */
-static __always_inline struct vhost_slot *claimed(struct vhost_slot *s, __u64 vq, __u64 notvq_dev)
-{
-	s->q.dead = 0;
-	if (notvq_dev) {
-		s->notvq = 1;
-		s->q.dev = notvq_dev;
-	} else {
-		fill_queue(s, vq);
-	}
-	return s;
-}
-
-/* The queue's slot. Probing stops at the first never-used slot, which a
- * new queue takes (create) with a compare-and-swap (two CPUs seeing a
- * queue first at once both end up in the one that won); freed slots are
- * reused only when the window has no never-used slot. A dead queue's slot
- * is skipped: a new queue at the same address gets a slot of its own. */
+/* The queue's slot (virt_slot_get); a slot just claimed is filled in: a
+ * queue's, or a poll's that is not a queue's (dev only). */
 static __always_inline struct vhost_slot *lookup_queue(__u64 vq, bool create, __u64 notvq_dev)
 {
-	struct vhost_slot *freed = NULL;
-	__u64 owner;
+	bool fresh;
+	struct vhost_slot *s = virt_slot_get(&queues, slot_bits, VHOST_PROBE, vq,
+					     offsetof(struct vhost_slot, q.dead), create, &fresh);
 
-	for (__u32 i = 0; i < VHOST_PROBE; i++) {
-		struct vhost_slot *s = probe_slot(vq, i);
-
-		if (!s)
-			break;
-		owner = s->vq;
-		if (owner == vq && !s->q.dead)
-			return s;
-		if (owner == 0) {
-			if (!create)
-				return NULL;
-			owner = __sync_val_compare_and_swap(&s->vq, 0, vq);
-			if (owner == 0)
-				return claimed(s, vq, notvq_dev);
-			if (owner == vq)
-				return s;
-		} else if (owner == VHOST_SLOT_FREED && !freed) {
-			freed = s;
+	if (!s) {
+		if (create)
+			VIRT_DROP(drops, VHOST_DROP_QUEUE);
+		return NULL;
+	}
+	if (fresh) {
+		if (notvq_dev) {
+			s->notvq = 1;
+			s->q.dev = notvq_dev;
+		} else {
+			fill_queue(s, vq);
 		}
 	}
-	if (!create)
-		return NULL;
-	if (freed) {
-		owner = __sync_val_compare_and_swap(&freed->vq, VHOST_SLOT_FREED, vq);
-		if (owner == VHOST_SLOT_FREED)
-			return claimed(freed, vq, notvq_dev);
-		if (owner == vq)
-			return freed;
-	}
-	VIRT_DROP(drops, VHOST_DROP_QUEUE);
-	return NULL;
+	return s;
 }
 
 /* -------------------------------------------------------------- hooks */

@@ -44,6 +44,8 @@ const volatile bool latency = true;
  * bpf_get_func_arg() is inlined and hands over a scalar. */
 #define VQ_ARG(ctx)	({ __u64 __vq = 0; bpf_get_func_arg(ctx, 0, &__vq); __vq; })
 
+_Static_assert(VIRTIO_SLOT_FREED == VIRT_SLOT_FREED, "the agent frees slots as virt_bpf.h reads them");
+
 /* log2 of the number of slots in "queues" (set by the agent) */
 const volatile __u32 slot_bits = 10;
 
@@ -113,69 +115,29 @@ static __always_inline void read_info(__u64 vq)
 	bpf_map_update_elem(&info, &vq, &vi, BPF_ANY);
 }
 
-/* First slot a queue's probe looks at (Fibonacci hashing of the address). */
-static __always_inline __u32 home_slot(__u64 vq)
-{
-	return (__u32)((vq * 0x9E3779B97F4A7C15ULL) >> (64 - slot_bits));
-}
-
-/* The i-th slot of a queue's probe window (the mask keeps it in the array). */
+/* The i-th slot of a queue's probe window. */
 static __always_inline struct virtio_slot *probe_slot(__u64 vq, __u32 i)
 {
-	__u32 k = (home_slot(vq) + i) & ((1U << slot_bits) - 1);
-
-	return bpf_map_lookup_elem(&queues, &k);
+	return virt_slot_probe(&queues, slot_bits, vq, i);
 }
 
-static __always_inline struct virtio_slot *claimed(struct virtio_slot *s, __u64 vq)
-{
-	s->s.dead = 0;		/* a freed slot keeps its old queue's mark */
-	read_info(vq);
-	s->ready = 1;
-	return s;
-}
-
-/* The queue's slot. Probing stops at the first never-used slot, which a
- * new queue takes (create) with a compare-and-swap (two CPUs seeing a
- * queue first at once both end up in the one that won); freed slots are
- * reused only when the window has no never-used slot. A slot whose queue
- * died is skipped: a new queue at the same address gets a slot of its own. */
+/* The queue's slot (virt_slot_get); a slot just claimed gets its names. */
 static __always_inline struct virtio_slot *lookup_queue(__u64 vq, bool create)
 {
-	struct virtio_slot *freed = NULL;
-	__u64 owner;
+	bool fresh;
+	struct virtio_slot *s = virt_slot_get(&queues, slot_bits, VIRTIO_PROBE, vq,
+					      offsetof(struct virtio_slot, s.dead), create, &fresh);
 
-	for (__u32 i = 0; i < VIRTIO_PROBE; i++) {
-		struct virtio_slot *s = probe_slot(vq, i);
-
-		if (!s)
-			break;
-		owner = s->vq;
-		if (owner == vq && !s->s.dead)
-			return s;
-		if (owner == 0) {
-			if (!create)
-				return NULL;
-			owner = __sync_val_compare_and_swap(&s->vq, 0, vq);
-			if (owner == 0)
-				return claimed(s, vq);
-			if (owner == vq)
-				return s;
-		} else if (owner == VIRTIO_SLOT_FREED && !freed) {
-			freed = s;
-		}
-	}
-	if (!create)
+	if (!s) {
+		if (create)
+			VIRT_DROP(drops, VIRTIO_DROP_QUEUE);
 		return NULL;
-	if (freed) {
-		owner = __sync_val_compare_and_swap(&freed->vq, VIRTIO_SLOT_FREED, vq);
-		if (owner == VIRTIO_SLOT_FREED)
-			return claimed(freed, vq);
-		if (owner == vq)
-			return freed;
 	}
-	VIRT_DROP(drops, VIRTIO_DROP_QUEUE);
-	return NULL;
+	if (fresh) {
+		read_info(vq);
+		s->ready = 1;
+	}
+	return s;
 }
 
 /* A queue that counts something takes a slot; one that only polls (an

@@ -1,8 +1,10 @@
 /*
- * Fetches: refresh the families a request names, then answer each value,
- * the agent's own status metrics here and a family's through its module.
+ * Fetches: refresh the families a request names, then answer each value:
+ * the agent's own status metrics here, a family's from its rows as its
+ * module's answers table says, or else through its module.
  */
 #include "agent.h"
+#include "rows.h"
 
 #include <stdio.h>
 
@@ -124,7 +126,11 @@ int virt_fetch_callback(pmdaMetric *mdesc, unsigned int inst, pmAtomValue *atom)
 
 	if (mi->family == VIRT_F_CONTROL)
 		return fetch_control(mi->id, inst, atom);
-	if (fam->state != VIRT_ACTIVE || !fam->mod->fetch)
+	if (fam->state != VIRT_ACTIVE)
+		return PMDA_FETCH_NOVALUES;
+	if (fam->mod->answers && fam->mod->answers[mi->id].kind != VIRT_ANS_MODULE)
+		return virt_answer(&fam->mod->answers[mi->id], inst, atom);
+	if (!fam->mod->fetch)
 		return PMDA_FETCH_NOVALUES;
 	if (is_instance_name_metric(mi->id))
 		return fetch_instance_name(mdesc->m_desc.indom, inst, atom);

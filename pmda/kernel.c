@@ -133,6 +133,18 @@ void virt_skel_destroy(struct virt_skel *skel)
 	free(skel);
 }
 
+/* Programs that will load (a family's configure may have turned some of
+ * the variant's off). */
+static unsigned int autoloaded(struct bpf_object *obj)
+{
+	struct bpf_program *prog;
+	unsigned int n = 0;
+
+	bpf_object__for_each_program(prog, obj)
+		n += bpf_program__autoload(prog);
+	return n;
+}
+
 /* One method's whole attach; the object is destroyed on any failure. */
 static struct virt_skel *attach_one(struct virt_family *fam, const struct virt_attach_ops *ops,
 				    const char *method, char *why, size_t len)
@@ -145,9 +157,10 @@ static struct virt_skel *attach_one(struct virt_family *fam, const struct virt_a
 		snprintf(why, len, "open: %s", strerror(errno));
 		return NULL;
 	}
+	virt_autoload_variant(skel->obj, fam->name, method);
 	if (ops->configure && ops->configure(fam, skel, method, why, len) < 0)
 		goto fail;
-	n = virt_autoload_variant(skel->obj, fam->name, method);
+	n = autoloaded(skel->obj);
 	if ((err = bpf_object__load_skeleton(skel->skeleton))) {
 		snprintf(why, len, "load: %s", strerror(-err));
 		goto fail;

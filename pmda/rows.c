@@ -219,6 +219,23 @@ int virt_row_fetch(enum virt_indom_id indom, int word, unsigned int inst,
 	}
 }
 
+int virt_answer(const struct virt_answer *a, unsigned int inst, pmAtomValue *atom)
+{
+	const char *row;
+
+	if (a->kind == VIRT_ANS_BUCKET)
+		return virt_row_fetch(a->indom, VIRT_ROW_HIST, inst, atom);
+	if (a->kind == VIRT_ANS_NOVALUES)
+		return PMDA_FETCH_NOVALUES;
+	if (!(row = (const char *)virt_row_of(virt_indom(a->indom), inst)))
+		return PM_ERR_INST;
+	if (a->kind == VIRT_ANS_PERCENTILE)
+		return virt_row_percentile((const struct virt_row *)(const void *)(row + a->off),
+					   a->pct, atom);
+	atom->ull = *(const uint64_t *)(const void *)(row + a->off);
+	return PMDA_FETCH_STATIC;
+}
+
 /* ------------------------------------------------------------- tables */
 
 int virt_grow(void *v, size_t *cap, size_t need, size_t elem)

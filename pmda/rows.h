@@ -14,6 +14,8 @@
 #include "virt.h"
 #include "hist.h"
 
+#include <stddef.h>
+
 #define VIRT_ROW_WORDS 4
 #define VIRT_NAME_MAX 128
 _Static_assert(VIRT_HIST_BUCKETS <= 64, "virt_row.exposed has a bit per bucket");
@@ -88,6 +90,44 @@ int virt_row_percentile(const struct virt_row *r, unsigned int p, pmAtomValue *a
 #define VIRT_ROW_HIST (-1)
 int virt_row_fetch(enum virt_indom_id indom, int word, unsigned int inst,
 		   pmAtomValue *atom);
+
+/*
+ * Answers: how a metric's value is found from the row behind an instance,
+ * as data. A family gives a table indexed by metric id (the module's
+ * answers); the agent answers those metrics itself (virt_answer) and asks
+ * the module's fetch only for the others (strings, events, conditions).
+ * Offsets are from the instance's row (what pmdaCache holds) to a field
+ * of the family's entry that holds it: VIRT_ANSWER_* build them.
+ */
+enum virt_answer_kind {
+	VIRT_ANS_MODULE = 0,		/* not in the table: the module answers */
+	VIRT_ANS_WORD,			/* the uint64_t at off */
+	VIRT_ANS_BUCKET,		/* a histogram instance's count (indom: its domain) */
+	VIRT_ANS_PERCENTILE,		/* pct-th percentile of the struct virt_row at off */
+	VIRT_ANS_NOVALUES,		/* never a value (event parameters) */
+};
+struct virt_answer {
+	enum virt_answer_kind kind;
+	enum virt_indom_id indom;
+	ptrdiff_t off;
+	unsigned int pct;
+};
+/* offset of field from row in an entry of type T */
+#define VIRT_ANSWER_OFF(T, row, field) ((ptrdiff_t)offsetof(T, field) - (ptrdiff_t)offsetof(T, row))
+#define VIRT_ANSWER_WORD(indom, T, row, field) \
+	{ VIRT_ANS_WORD, VIRT_I_##indom, VIRT_ANSWER_OFF(T, row, field), 0 }
+#define VIRT_ANSWER_BUCKET(hindom) { VIRT_ANS_BUCKET, VIRT_I_##hindom, 0, 0 }
+#define VIRT_ANSWER_PERCENTILE(indom, T, row, hrow, p) \
+	{ VIRT_ANS_PERCENTILE, VIRT_I_##indom, VIRT_ANSWER_OFF(T, row, hrow), p }
+/* the p50, p90 and p99 metrics of one histogram: <id>_P50 ... */
+#define VIRT_ANSWER_PERCENTILES(id, indom, T, row, hrow) \
+	[id##_P50] = VIRT_ANSWER_PERCENTILE(indom, T, row, hrow, 50), \
+	[id##_P90] = VIRT_ANSWER_PERCENTILE(indom, T, row, hrow, 90), \
+	[id##_P99] = VIRT_ANSWER_PERCENTILE(indom, T, row, hrow, 99)
+#define VIRT_ANSWER_NONE { VIRT_ANS_NOVALUES, 0, 0, 0 }
+
+/* Answer a fetch of inst as a says (not VIRT_ANS_MODULE). */
+int virt_answer(const struct virt_answer *a, unsigned int inst, pmAtomValue *atom);
 
 /*
  * A family's rows, found by a 64-bit key (a hypercall number, a pid, a

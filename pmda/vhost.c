@@ -65,7 +65,7 @@ static const struct virt_option vhost_options[NOPTS] = {
  * carries the instance and the latency histogram, the others only their
  * histogram instances). */
 struct q_row {
-	struct virt_row lat;		/* first: pmdaCache private -> q_row */
+	struct virt_keyed k;		/* key: the name's; k.row: latency */
 	struct virt_row pkts, bytes;
 	uint64_t base[SW];		/* folded: dead pointers, earlier attaches */
 	uint64_t sum[SW];
@@ -73,18 +73,18 @@ struct q_row {
 	unsigned int live;
 };
 
-/* A vhost device (struct vhost_dev *) seen in the queues map. */
+/* A vhost device seen in the queues map. */
 struct v_dev {
-	uint64_t dev;
+	struct virt_keyed k;		/* key: struct vhost_dev * */
 	uint32_t owner;
 	const char *kind;
 	unsigned int id;
 	unsigned int refs;		/* queue pointers on it */
 };
 
-/* A struct vhost_virtqueue * seen in a slot of the queues array. */
+/* A queue seen in a slot of the queues array. */
 struct q_ptr {
-	uint64_t vq;
+	struct virt_keyed k;		/* key: struct vhost_virtqueue * */
 	size_t slot;
 	struct q_row *row;
 	struct v_dev *dev;
@@ -118,12 +118,7 @@ struct vhost_state {
 	struct vhost_bpf *skel;
 	struct ring_buffer *rb;
 	bool had_net, had_vsock, had_scsi;	/* drivers loaded at attach */
-	struct q_row **rows;
-	size_t nrows, caprows;
-	struct q_ptr *ptrs;
-	size_t nptrs, capptrs;
-	struct v_dev **devs;
-	size_t ndevs, capdevs;
+	struct virt_table rows, ptrs, devs;	/* of q_row, q_ptr, v_dev */
 	struct kick_fn fns[64];
 	unsigned int nfns;
 	struct virt_bulk bulk;		/* for the drops map */
@@ -169,92 +164,77 @@ static void read_kallsyms(struct vhost_state *st);
 
 /* Keep only the handler programs of drivers that are loaded: fentry and
  * kprobe on a function of a module that is not there cannot load/attach. */
-static unsigned int drop_absent(struct vhost_bpf *skel, struct vhost_state *st)
+static void drop_absent(struct vhost_bpf *skel, const struct vhost_state *st)
 {
 	struct bpf_program *prog;
-	unsigned int n = 0;
 
 	bpf_object__for_each_program(prog, skel->obj) {
 		const char *name = bpf_program__name(prog);
 
-		if (!bpf_program__autoload(prog))
-			continue;
 		if ((!st->had_net && strstr(name, "_net_")) ||
 		    (!st->had_vsock && strstr(name, "_vsock_")) ||
 		    (!st->had_scsi && strstr(name, "_scsi_")))
 			bpf_program__set_autoload(prog, false);
-		else
-			n++;
 	}
-	return n;
 }
 
-static int try_variant(struct virt_family *fam, const char *variant, char *why, size_t len)
+static struct virt_skel *open_skel(void)
 {
-	struct vhost_state *st = fam->priv;
-	struct vhost_bpf *skel = vhost_bpf__open();
-	unsigned int n, bits = 1;
-	void *mem;
-	int err;
+	return (struct virt_skel *)vhost_bpf__open();
+}
 
-	if (!skel) {
-		snprintf(why, len, "open: %s", strerror(errno));
-		return -1;
-	}
+/* Slots: twice max_queues (queues and vhost-net's socket polls), a power
+ * of two. */
+static int configure(struct virt_family *fam, struct virt_skel *obj, const char *method,
+		     char *why, size_t len)
+{
+	struct vhost_bpf *skel = (struct vhost_bpf *)obj;
+	unsigned int bits = 1;
+
+	(void)method, (void)why, (void)len;
 	while ((1UL << bits) < 2 * fam->opts[OPT_MAX_QUEUES].u)
 		bits++;
 	skel->rodata->stall_ns = fam->opts[OPT_STALL_US].u * 1000ull;
 	skel->rodata->slot_bits = bits;
 	bpf_map__set_max_entries(skel->maps.queues, 1U << bits);
-	virt_autoload_variant(skel->obj, "vhost", variant);
-	n = drop_absent(skel, st);
-	err = vhost_bpf__load(skel);
-	if (err) {
-		snprintf(why, len, "load: %s", strerror(-err));
-		vhost_bpf__destroy(skel);
-		return -1;
-	}
-	err = vhost_bpf__attach(skel);
-	if (err) {
-		snprintf(why, len, "attach: %s", strerror(-err));
-		vhost_bpf__destroy(skel);
-		return -1;
-	}
-	st->slots_len = (size_t)bpf_map__value_size(skel->maps.queues) << bits;
-	mem = mmap(NULL, st->slots_len, PROT_READ | PROT_WRITE, MAP_SHARED,
-		   bpf_map__fd(skel->maps.queues), 0);
+	drop_absent(skel, fam->priv);
+	return 0;
+}
+
+/* The queues array mapped in, the stall ring buffer opened. */
+static int attached(struct virt_family *fam, struct virt_skel *obj, char *why, size_t len)
+{
+	struct vhost_state *st = fam->priv;
+	struct vhost_bpf *skel = (struct vhost_bpf *)obj;
+	size_t n = bpf_map__max_entries(skel->maps.queues);
+	size_t bytes = bpf_map__value_size(skel->maps.queues) * n;
+	void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 bpf_map__fd(skel->maps.queues), 0);
+
 	if (mem == MAP_FAILED) {
 		snprintf(why, len, "mmap queues: %s", strerror(errno));
-		vhost_bpf__destroy(skel);
 		return -1;
 	}
 	st->rb = ring_buffer__new(bpf_map__fd(skel->maps.stalls), on_record, st, NULL);
 	if (!st->rb) {
 		snprintf(why, len, "ring buffer: %s", strerror(errno));
-		munmap(mem, st->slots_len);
-		vhost_bpf__destroy(skel);
+		munmap(mem, bytes);
 		return -1;
 	}
 	st->slots = mem;
-	st->nslots = 1UL << bits;
-	st->skel = skel;
-	fam->programs = n;
+	st->nslots = n;
+	st->slots_len = bytes;
 	return 0;
 }
 
-static int try_fentry(struct virt_family *fam, char *why, size_t len)
-{
-	return try_variant(fam, "fentry", why, len);
-}
+static const char *const vhost_methods[] = { "fentry", "kprobe" };
 
-static int try_kprobe(struct virt_family *fam, char *why, size_t len)
-{
-	return try_variant(fam, "kprobe", why, len);
-}
-
-static const struct virt_method vhost_methods[] = {
-	{ "fentry", try_fentry },
-	{ "kprobe", try_kprobe },
+static const struct virt_attach_ops vhost_ops = {
+	.methods = vhost_methods,
+	.nmethods = VIRT_ARRAY_SIZE(vhost_methods),
+	.open = open_skel,
+	.configure = configure,
+	.attached = attached,
 };
 
 static int vhost_attach(struct virt_family *fam)
@@ -280,13 +260,16 @@ static int vhost_attach(struct virt_family *fam)
 		}
 		for (int i = 0; i < MAX_CONTEXTS; i++)
 			st->ctx[i].ctx = -1;
+		st->rows = VIRT_TABLE_OF(struct q_row);
+		st->ptrs = VIRT_TABLE_OF(struct q_ptr);
+		st->devs = VIRT_TABLE_OF(struct v_dev);
 		fam->priv = st;
 	}
 	st->had_net = virt_kmod_present("vhost_net");
 	st->had_vsock = virt_kmod_present("vhost_vsock");
 	st->had_scsi = virt_kmod_present("vhost_scsi");
 	st->bpf_drops = 0;
-	if (virt_attach_chain(fam, vhost_methods, 2) < 0)
+	if (!(st->skel = (struct vhost_bpf *)virt_attach_skel(fam, &vhost_ops)))
 		return -ENOENT;
 	/* now, not on the first kick: reading /proc/kallsyms took 3.3 s of
 	 * a fetch under load in the test VM (qa 504), and pmcd waits 5 s */
@@ -307,7 +290,6 @@ static const struct {
 	{ "vhost_scsi_ctl_handle_kick", "scsi", NULL },
 	{ "vhost_scsi_evt_handle_kick", "scsi", NULL },
 };
-#define NKICK (sizeof(kick_syms) / sizeof(kick_syms[0]))
 
 /* Addresses of the known handlers, read again when an unknown address
  * shows up (a driver module loaded since). */
@@ -324,7 +306,7 @@ static void read_kallsyms(struct vhost_state *st)
 	st->nfns = keep;
 	if (!f)
 		return;
-	while (fgets(line, sizeof(line), f) && st->nfns < 64) {
+	while (fgets(line, sizeof(line), f) && st->nfns < VIRT_ARRAY_SIZE(st->fns)) {
 		unsigned long long addr;
 		char type, sym[256];
 
@@ -333,7 +315,7 @@ static void read_kallsyms(struct vhost_state *st)
 			continue;
 		if (sscanf(line, "%llx %c %255s", &addr, &type, sym) != 3 || addr == 0)
 			continue;
-		for (size_t k = 0; k < NKICK; k++)
+		for (size_t k = 0; k < VIRT_ARRAY_SIZE(kick_syms); k++)
 			if (strcmp(sym, kick_syms[k].sym) == 0)
 				st->fns[st->nfns++] = (struct kick_fn){ addr, kick_syms[k].kind,
 									kick_syms[k].queue };
@@ -350,84 +332,59 @@ static const struct kick_fn *kick_fn_of(struct vhost_state *st, uint64_t addr)
 		if (pass == 0)
 			read_kallsyms(st);
 	}
-	if (st->nfns < 64)		/* unknown: do not scan again for it */
+	if (st->nfns < VIRT_ARRAY_SIZE(st->fns))	/* unknown: do not scan again for it */
 		st->fns[st->nfns++] = (struct kick_fn){ addr, NULL, NULL };
 	return NULL;
 }
 
+static bool id_taken(const struct vhost_state *st, uint32_t owner, const char *kind,
+		     unsigned int id)
+{
+	for (size_t i = 0; i < st->devs.n; i++) {
+		const struct v_dev *d = (const struct v_dev *)st->devs.v[i];
+
+		if (d->owner == owner && strcmp(d->kind, kind) == 0 && d->id == id)
+			return true;
+	}
+	return false;
+}
+
+/* The device, numbered on first sight with the lowest number its owner
+ * does not use for this kind. */
 static struct v_dev *dev_get(struct vhost_state *st, uint64_t dev, uint32_t owner,
 			     const char *kind)
 {
-	struct v_dev *d;
+	struct v_dev *d = virt_table_find(&st->devs, dev);
 	unsigned int id = 0;
-	bool taken = true;
 
-	for (size_t i = 0; i < st->ndevs; i++)
-		if (st->devs[i]->dev == dev)
-			return st->devs[i];
-	/* the lowest number this owner does not use for this kind */
-	while (taken) {
-		taken = false;
-		for (size_t i = 0; i < st->ndevs; i++)
-			if (st->devs[i]->owner == owner && strcmp(st->devs[i]->kind, kind) == 0 &&
-			    st->devs[i]->id == id) {
-				taken = true;
-				id++;
-				break;
-			}
-	}
-	if (st->ndevs == st->capdevs) {
-		size_t cap = st->capdevs ? st->capdevs * 2 : 16;
-		struct v_dev **v = realloc(st->devs, cap * sizeof(struct v_dev *));
-
-		if (!v)
-			return NULL;
-		st->devs = v;
-		st->capdevs = cap;
-	}
-	if (!(d = calloc(1, sizeof(*d))))
+	if (d)
+		return d;
+	while (id_taken(st, owner, kind, id))
+		id++;
+	if (!(d = virt_table_add(&st->devs, dev, PM_INDOM_NULL, PM_INDOM_NULL, "")))
 		return NULL;
-	*d = (struct v_dev){ dev, owner, kind, id, 0 };
-	st->devs[st->ndevs++] = d;
+	d->owner = owner;
+	d->kind = kind;
+	d->id = id;
 	return d;
 }
 
 static void dev_put(struct vhost_state *st, struct v_dev *d)
 {
-	if (!d || --d->refs)
-		return;
-	for (size_t i = 0; i < st->ndevs; i++)
-		if (st->devs[i] == d) {
-			st->devs[i] = st->devs[--st->ndevs];
-			break;
-		}
-	free(d);
+	if (d && !--d->refs)
+		virt_table_remove(&st->devs, d);
 }
 
-static struct q_row *row_by_name(struct vhost_state *st, const char *name, uint32_t owner)
+static struct q_row *row_get(struct vhost_state *st, const char *name, uint32_t owner)
 {
-	struct q_row *r;
+	struct q_row *r = virt_table_find_name(&st->rows, name);
 
-	for (size_t i = 0; i < st->nrows; i++)
-		if (strcmp(st->rows[i]->lat.name, name) == 0)
-			return st->rows[i];
-	if (st->nrows == st->caprows) {
-		size_t cap = st->caprows ? st->caprows * 2 : 16;
-		struct q_row **v = realloc(st->rows, cap * sizeof(struct q_row *));
-
-		if (!v)
-			return NULL;
-		st->rows = v;
-		st->caprows = cap;
-	}
-	if (!(r = calloc(1, sizeof(*r))))
-		return NULL;
-	virt_row_init(&r->lat, virt_indom(VIRT_I_VHOST_QUEUE),
-		      virt_indom(VIRT_I_VHOST_LATENCY_HIST), name);
+	if (r || !(r = virt_table_add(&st->rows, virt_name_key(name), virt_indom(VIRT_I_VHOST_QUEUE),
+				      virt_indom(VIRT_I_VHOST_LATENCY_HIST), name)))
+		return r;
 	virt_row_init(&r->pkts, PM_INDOM_NULL, virt_indom(VIRT_I_VHOST_PACKETS_HIST), name);
 	virt_row_init(&r->bytes, PM_INDOM_NULL, virt_indom(VIRT_I_VHOST_BYTES_HIST), name);
 	r->owner = owner;
-	st->rows[st->nrows++] = r;
 	return r;
 }
 
@@ -454,53 +411,35 @@ static struct q_ptr *ptr_add(struct vhost_state *st, size_t slot, uint64_t vq,
 		snprintf(qname, sizeof(qname), "unknown");
 	snprintf(name, sizeof(name), "%u/%s%u/%s", v->owner, kind, d->id, qname);
 	virt_sanitize(clean, sizeof(clean), name);
-	if (!(r = row_by_name(st, clean, v->owner))) {
-		d->refs++;
+	d->refs++;
+	if (!(r = row_get(st, clean, v->owner)) ||
+	    !(p = virt_table_add(&st->ptrs, vq, PM_INDOM_NULL, PM_INDOM_NULL, ""))) {
 		dev_put(st, d);
 		return NULL;
 	}
-	if (st->nptrs == st->capptrs) {
-		size_t cap = st->capptrs ? st->capptrs * 2 : 16;
-		struct q_ptr *n = realloc(st->ptrs, cap * sizeof(*n));
-
-		if (!n) {
-			d->refs++;
-			dev_put(st, d);
-			return NULL;
-		}
-		st->ptrs = n;
-		st->capptrs = cap;
-	}
-	d->refs++;
-	p = &st->ptrs[st->nptrs++];
-	memset(p, 0, sizeof(*p));
-	p->vq = vq;
 	p->slot = slot;
 	p->row = r;
 	p->dev = d;
 	return p;
 }
 
+static bool is_live(const void *p, const void *arg)
+{
+	(void)arg;
+	return !((const struct q_ptr *)p)->last[W(dead)];
+}
+
 /* The queue at vq: the live one if a dead one had the address before. */
 static struct q_ptr *ptr_find(struct vhost_state *st, uint64_t vq)
 {
-	struct q_ptr *dead = NULL;
+	struct q_ptr *p = virt_table_find_if(&st->ptrs, vq, is_live, NULL);
 
-	for (size_t i = 0; i < st->nptrs; i++)
-		if (st->ptrs[i].vq == vq) {
-			if (!st->ptrs[i].last[W(dead)])
-				return &st->ptrs[i];
-			dead = &st->ptrs[i];
-		}
-	return dead;
+	return p ? p : virt_table_find(&st->ptrs, vq);
 }
 
-static struct q_ptr *ptr_at(struct vhost_state *st, size_t slot)
+static bool in_slot(const void *p, const void *slot)
 {
-	for (size_t i = 0; i < st->nptrs; i++)
-		if (st->ptrs[i].slot == slot)
-			return &st->ptrs[i];
-	return NULL;
+	return ((const struct q_ptr *)p)->slot == *(const size_t *)slot;
 }
 
 /* Give a slot back: its words are zeroed first, all but the dead mark (the
@@ -525,22 +464,28 @@ static void fold(struct q_ptr *p)
 
 /* A dead or vanished pointer: its counts go into the row, its slot (if
  * free) and (last queue) device go. */
-static void ptr_bury(struct vhost_state *st, size_t i, bool free)
+static void ptr_bury(struct vhost_state *st, struct q_ptr *p, bool free)
 {
-	struct q_ptr *p = &st->ptrs[i];
-
 	fold(p);
 	if (free && st->slots)
 		slot_free(st, p->slot);
 	dev_put(st, p->dev);
-	st->ptrs[i] = st->ptrs[--st->nptrs];
+	virt_table_remove(&st->ptrs, p);
 }
 
 static void row_retire(struct q_row *r)
 {
-	virt_row_retire(&r->lat);
+	virt_row_retire(&r->k.row);
 	virt_row_retire(&r->pkts);
 	virt_row_retire(&r->bytes);
+}
+
+/* Its VMM is gone: forget it. */
+static void row_remove(struct vhost_state *st, struct q_row *r)
+{
+	virt_row_release(&r->pkts);
+	virt_row_release(&r->bytes);
+	virt_table_remove(&st->rows, r);
 }
 
 static void vhost_detach(struct virt_family *fam)
@@ -555,12 +500,14 @@ static void vhost_detach(struct virt_family *fam)
 		munmap(st->slots, st->slots_len);
 	st->slots = NULL;
 	st->nslots = 0;
-	vhost_bpf__destroy(st->skel);
+	virt_skel_destroy((struct virt_skel *)st->skel);
 	st->skel = NULL;
-	while (st->nptrs)
-		ptr_bury(st, st->nptrs - 1, false);
-	for (size_t i = 0; i < st->nrows; i++) {
-		struct q_row *r = st->rows[i];
+	for (size_t i = 0; i < st->ptrs.n; i++)
+		fold((struct q_ptr *)st->ptrs.v[i]);
+	virt_table_clear(&st->ptrs);
+	virt_table_clear(&st->devs);
+	for (size_t i = 0; i < st->rows.n; i++) {
+		struct q_row *r = (struct q_row *)st->rows.v[i];
 
 		memcpy(r->sum, r->base, sizeof(r->sum));
 		r->live = 0;
@@ -607,7 +554,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	r->tv.tv_sec = (time_t)(wall / 1000000000ull);
 	r->tv.tv_usec = (suseconds_t)(wall % 1000000000ull / 1000);
 	p = ptr_find(st, e->vq);
-	snprintf(r->queue, sizeof(r->queue), "%s", p ? p->row->lat.name : "unknown");
+	snprintf(r->queue, sizeof(r->queue), "%s", p ? p->row->k.row.name : "unknown");
 	r->latency = e->latency;
 	r->cpu = e->cpu;
 	return 0;
@@ -696,8 +643,8 @@ static void read_slots(struct vhost_state *st)
 {
 	struct vhost_queue v = { 0 };
 
-	for (size_t i = 0; i < st->nptrs; i++)
-		st->ptrs[i].seen = false;
+	for (size_t i = 0; i < st->ptrs.n; i++)
+		((struct q_ptr *)st->ptrs.v[i])->seen = false;
 	for (size_t k = 0; k < st->nslots; k++) {
 		struct vhost_slot *s = &st->slots[k];
 		uint64_t vq = __atomic_load_n(&s->vq, __ATOMIC_ACQUIRE);
@@ -714,7 +661,7 @@ static void read_slots(struct vhost_state *st)
 			continue;
 		}
 		/* only the agent frees a slot: a pointer there is this queue */
-		p = ptr_at(st, k);
+		p = virt_table_find_if(&st->ptrs, vq, in_slot, &k);
 		if (!p && !(p = ptr_add(st, k, vq, &v)))
 			continue;
 		memcpy(p->last, &v, sizeof(p->last));
@@ -732,47 +679,44 @@ static int vhost_refresh(struct virt_family *fam)
 		virt_bpf_syscalls++;
 		ring_buffer__consume(st->rb);
 	}
-	for (size_t i = 0; i < st->nptrs;) {
-		struct q_ptr *p = &st->ptrs[i];
+	for (size_t i = 0; i < st->ptrs.n;) {
+		struct q_ptr *p = (struct q_ptr *)st->ptrs.v[i];
 
 		if (!p->seen || p->last[W(dead)] || !pid_alive(p->row->owner))
-			ptr_bury(st, i, p->seen);
+			ptr_bury(st, p, p->seen);
 		else
 			i++;
 	}
-	for (size_t i = 0; i < st->nrows; i++) {
-		memcpy(st->rows[i]->sum, st->rows[i]->base, sizeof(st->rows[i]->sum));
-		st->rows[i]->live = 0;
+	for (size_t i = 0; i < st->rows.n; i++) {
+		struct q_row *r = (struct q_row *)st->rows.v[i];
+
+		memcpy(r->sum, r->base, sizeof(r->sum));
+		r->live = 0;
 	}
-	for (size_t i = 0; i < st->nptrs; i++) {
-		struct q_ptr *p = &st->ptrs[i];
+	for (size_t i = 0; i < st->ptrs.n; i++) {
+		struct q_ptr *p = (struct q_ptr *)st->ptrs.v[i];
 
 		for (size_t w = FIRST_COUNTER; w < SW; w++)
 			p->row->sum[w] += p->last[w];
 		p->row->live++;
 	}
-	for (size_t i = 0; i < st->nrows;) {
-		struct q_row *r = st->rows[i];
+	for (size_t i = 0; i < st->rows.n;) {
+		struct q_row *r = (struct q_row *)st->rows.v[i];
 
-		virt_row_set(&r->lat, NULL, 0, &r->sum[W(lat)]);
+		virt_row_set(&r->k.row, NULL, 0, &r->sum[W(lat)]);
 		virt_row_set(&r->pkts, NULL, 0, &r->sum[W(pkts)]);
 		virt_row_set(&r->bytes, NULL, 0, &r->sum[W(bytes)]);
 		if (r->live) {
-			virt_row_expose(&r->lat, true);
+			virt_row_expose(&r->k.row, true);
 			virt_row_expose(&r->pkts, true);
 			virt_row_expose(&r->bytes, true);
 			i++;
 		} else {
 			row_retire(r);
-			if (!pid_alive(r->owner)) {	/* its VMM is gone: forget it */
-				virt_row_release(&r->lat);
-				virt_row_release(&r->pkts);
-				virt_row_release(&r->bytes);
-				free(r);
-				st->rows[i] = st->rows[--st->nrows];
-			} else {
+			if (!pid_alive(r->owner))
+				row_remove(st, r);
+			else
 				i++;
-			}
 		}
 	}
 	st->bpf_drops = virt_percpu_counters_total(bpf_map__fd(st->skel->maps.drops), &st->bulk,
@@ -783,60 +727,36 @@ static int vhost_refresh(struct virt_family *fam)
 
 /* -------------------------------------------------------------- fetch */
 
-static const size_t word_of[VIRT_NMETRICS] = {
-	[VIRT_M_VHOST_KICKS] = W(kicks),
-	[VIRT_M_VHOST_WAKEUPS] = W(wakeups),
-	[VIRT_M_VHOST_STALLS] = W(stalls),
-	[VIRT_M_VHOST_WEIGHT_EXCEEDED] = W(weight_exceeded),
+#define WORD(id, field) \
+	[VIRT_M_VHOST_##id] = VIRT_ANSWER_WORD(VHOST_QUEUE, struct q_row, k.row, sum[W(field)])
+#define PCTS(id, hrow) \
+	VIRT_ANSWER_PERCENTILES(VIRT_M_VHOST_##id, VHOST_QUEUE, struct q_row, k.row, hrow)
+
+static const struct virt_answer vhost_answers[VIRT_NMETRICS] = {
+	WORD(KICKS, kicks),
+	WORD(WAKEUPS, wakeups),
+	WORD(STALLS, stalls),
+	WORD(WEIGHT_EXCEEDED, weight_exceeded),
+	[VIRT_M_VHOST_LATENCY] = VIRT_ANSWER_BUCKET(VHOST_LATENCY_HIST),
+	[VIRT_M_VHOST_BATCH_PACKETS] = VIRT_ANSWER_BUCKET(VHOST_PACKETS_HIST),
+	[VIRT_M_VHOST_BATCH_BYTES] = VIRT_ANSWER_BUCKET(VHOST_BYTES_HIST),
+	PCTS(LAT, k.row),
+	PCTS(PACKETS, pkts),
+	PCTS(BYTES, bytes),
+	/* only inside event records */
+	[VIRT_M_VHOST_STALL_QUEUE] = VIRT_ANSWER_NONE,
+	[VIRT_M_VHOST_STALL_LATENCY] = VIRT_ANSWER_NONE,
+	[VIRT_M_VHOST_STALL_CPU] = VIRT_ANSWER_NONE,
 };
 
-/* percentile metrics: which of the queue's histograms, which percentile */
-static const struct { unsigned int hist, pct; } pct_of[VIRT_NMETRICS] = {
-#define PCT(id, h) \
-	[VIRT_M_VHOST_##id##_P50] = { h, 50 }, \
-	[VIRT_M_VHOST_##id##_P90] = { h, 90 }, \
-	[VIRT_M_VHOST_##id##_P99] = { h, 99 }
-	PCT(LAT, 0), PCT(PACKETS, 1), PCT(BYTES, 2),
-#undef PCT
-};
-
+/* The rest: the stall event records. */
 static int vhost_fetch(struct virt_family *fam, enum virt_metric_id m, unsigned int inst,
 		       pmAtomValue *atom)
 {
-	struct vhost_state *st = fam->priv;
-	struct q_row *r;
-
-	switch (m) {
-	case VIRT_M_VHOST_LATENCY:
-		return virt_row_fetch(VIRT_I_VHOST_LATENCY_HIST, VIRT_ROW_HIST, inst, atom);
-	case VIRT_M_VHOST_BATCH_PACKETS:
-		return virt_row_fetch(VIRT_I_VHOST_PACKETS_HIST, VIRT_ROW_HIST, inst, atom);
-	case VIRT_M_VHOST_BATCH_BYTES:
-		return virt_row_fetch(VIRT_I_VHOST_BYTES_HIST, VIRT_ROW_HIST, inst, atom);
-	case VIRT_M_VHOST_STALL_EVENTS:
-		return fetch_events(st, atom);
-	case VIRT_M_VHOST_LAT_P50: case VIRT_M_VHOST_LAT_P90: case VIRT_M_VHOST_LAT_P99:
-	case VIRT_M_VHOST_PACKETS_P50: case VIRT_M_VHOST_PACKETS_P90: case VIRT_M_VHOST_PACKETS_P99:
-	case VIRT_M_VHOST_BYTES_P50: case VIRT_M_VHOST_BYTES_P90: case VIRT_M_VHOST_BYTES_P99:
-		r = (struct q_row *)virt_row_of(virt_indom(VIRT_I_VHOST_QUEUE), inst);
-		if (!r)
-			return PM_ERR_INST;
-		return virt_row_percentile(pct_of[m].hist == 0 ? &r->lat :
-					   pct_of[m].hist == 1 ? &r->pkts : &r->bytes,
-					   pct_of[m].pct, atom);
-	case VIRT_M_VHOST_STALL_QUEUE: case VIRT_M_VHOST_STALL_LATENCY:
-	case VIRT_M_VHOST_STALL_CPU:
-		return PMDA_FETCH_NOVALUES;	/* only inside event records */
-	case VIRT_M_VHOST_KICKS: case VIRT_M_VHOST_WAKEUPS:
-	case VIRT_M_VHOST_STALLS: case VIRT_M_VHOST_WEIGHT_EXCEEDED:
-		r = (struct q_row *)virt_row_of(virt_indom(VIRT_I_VHOST_QUEUE), inst);
-		if (!r)
-			return PM_ERR_INST;
-		atom->ull = r->sum[word_of[m]];
-		return PMDA_FETCH_STATIC;
-	default:
+	(void)inst;
+	if (m != VIRT_M_VHOST_STALL_EVENTS)
 		return PM_ERR_PMID;
-	}
+	return fetch_events(fam->priv, atom);
 }
 
 const struct virt_module virt_module = {
@@ -849,4 +769,5 @@ const struct virt_module virt_module = {
 	.detach = vhost_detach,
 	.refresh = vhost_refresh,
 	.fetch = vhost_fetch,
+	.answers = vhost_answers,
 };

@@ -24,7 +24,7 @@
  * high word and a checksum of metrics/<*>.def (build/tables.h, made by the
  * GNUmakefile) in the low one. */
 #include "tables.h"
-#define VIRT_MODULE_VERSION 2u
+#define VIRT_MODULE_VERSION 3u
 #define VIRT_MODULE_ABI ((uint64_t)VIRT_MODULE_VERSION << 32 | VIRT_TABLES_CRC)
 
 /* Global metric ids: VIRT_M_<ID> for every VIRT_METRIC in metrics/<family>.def. */
@@ -82,6 +82,8 @@ struct virt_family {
 #define VIRT_ATTACHED		0
 #define VIRT_NOT_YET		1	/* unavailable now, retry when ready() */
 
+struct virt_answer;
+
 struct virt_module {
 	uint64_t abi;			/* VIRT_MODULE_ABI */
 	const char *name;		/* family name: "kvm", "virtio", ... */
@@ -99,9 +101,13 @@ struct virt_module {
 	void (*detach)(struct virt_family *fam);
 	/* Read the maps in bulk, update instance domains. Once per fetch. */
 	int (*refresh)(struct virt_family *fam);
-	/* One value: PMDA_FETCH_STATIC, PMDA_FETCH_NOVALUES or an error. */
+	/* One value: PMDA_FETCH_STATIC, PMDA_FETCH_NOVALUES or an error; only
+	 * for the metrics that answers does not describe. */
 	int (*fetch)(struct virt_family *fam, enum virt_metric_id metric,
 		     unsigned int inst, pmAtomValue *atom);
+	/* VIRT_NMETRICS answers by metric id (pmda/rows.h), or NULL: the
+	 * metrics the agent answers from the rows without the module. */
+	const struct virt_answer *answers;
 };
 
 /*
@@ -137,7 +143,7 @@ void virt_btf_targets_release(void);
 /*
  * One attach of a family's BPF skeleton, the same for every family:
  * for each of the family's methods in order (or only the one virt.conf
- * names): open -> configure -> enable that variant's programs -> load ->
+ * names): open -> enable that variant's programs -> configure -> load ->
  * attach -> attached; the first that gets through is kept, and any step's
  * failure destroys the object in one place and is recorded per method
  * in fam->reason. A family describes its part in a table:
@@ -151,7 +157,8 @@ struct virt_attach_ops {
 	unsigned int nmethods;
 	/* the skeleton's __open(), as a struct virt_skel * */
 	struct virt_skel *(*open)(void);
-	/* before load: rodata, map sizes (may be NULL). 0, or -1 with why */
+	/* before load: rodata, map sizes, and turning off programs of the
+	 * variant that cannot load here (may be NULL). 0, or -1 with why */
 	int (*configure)(struct virt_family *fam, struct virt_skel *skel,
 			 const char *method, char *why, size_t len);
 	/* after attach: map memory, per-attach state (may be NULL). 0, or -1

@@ -1,5 +1,6 @@
-/* Rows (pmda/rows.c): bucket instances, re-attach bases, and percentile
- * windows kept only while a row's histogram changes. */
+/* Rows (pmda/rows.c): bucket instances, re-attach bases, percentile
+ * windows kept only while a row's histogram changes, the keyed table and
+ * answers. */
 #include "rows.h"
 #include "unit.h"
 
@@ -129,6 +130,59 @@ static void check_table(void)
 	virt_table_clear(&t);
 }
 
+/* An entry whose words and second histogram live outside its row. */
+struct ans_entry {
+	struct virt_keyed k;
+	struct virt_row second;
+	uint64_t sum[3];
+};
+
+enum { A_WORD, A_BUCKET, A_PCT, A_PCT2, A_NONE, A_N };
+
+/* Answers: a word, a bucket, percentiles of the main and of a second row,
+ * no value, and an unknown instance. */
+static void check_answers(void)
+{
+	static const struct virt_answer ans[A_N] = {
+		[A_WORD] = { VIRT_ANS_WORD, 4, VIRT_ANSWER_OFF(struct ans_entry, k.row, sum[2]), 0 },
+		[A_BUCKET] = { VIRT_ANS_BUCKET, 5, 0, 0 },
+		[A_PCT] = { VIRT_ANS_PERCENTILE, 4, VIRT_ANSWER_OFF(struct ans_entry, k.row, k.row), 50 },
+		[A_PCT2] = { VIRT_ANS_PERCENTILE, 4, VIRT_ANSWER_OFF(struct ans_entry, k.row, second), 50 },
+		[A_NONE] = VIRT_ANSWER_NONE,
+	};
+	struct virt_table t = VIRT_TABLE_OF(struct ans_entry);
+	struct ans_entry *e = virt_table_add(&t, 1, virt_indom(4), virt_indom(5), "q");
+	uint64_t h[VIRT_HIST_BUCKETS] = { 0 }, h2[VIRT_HIST_BUCKETS] = { 0 };
+	pmAtomValue a;
+	int hinst;
+
+	if (!e) {
+		CHECK(e != NULL);
+		return;
+	}
+	virt_row_init(&e->second, PM_INDOM_NULL, virt_indom(6), "q");
+	e->sum[2] = 77;
+	h[3] = 5;
+	h2[20] = 1;
+	virt_row_set(&e->k.row, NULL, 0, h);
+	virt_row_set(&e->second, NULL, 0, h2);
+	virt_row_expose(&e->k.row, true);
+	virt_row_expose(&e->second, true);
+	CHECK(virt_answer(&ans[A_WORD], (unsigned int)e->k.row.inst, &a) == PMDA_FETCH_STATIC &&
+	      a.ull == 77);
+	CHECK(virt_answer(&ans[A_PCT], (unsigned int)e->k.row.inst, &a) == PMDA_FETCH_STATIC &&
+	      a.ull >= 8 && a.ull <= 15);
+	CHECK(virt_answer(&ans[A_PCT2], (unsigned int)e->k.row.inst, &a) == PMDA_FETCH_STATIC &&
+	      a.ull >= 1u << 20 && a.ull < 1u << 21);
+	CHECK(pmdaCacheLookupName(virt_indom(5), "q::8-15", &hinst, NULL) == PMDA_CACHE_ACTIVE);
+	CHECK(virt_answer(&ans[A_BUCKET], (unsigned int)hinst, &a) == PMDA_FETCH_STATIC &&
+	      a.ull == 5);
+	CHECK(virt_answer(&ans[A_NONE], (unsigned int)e->k.row.inst, &a) == PMDA_FETCH_NOVALUES);
+	CHECK(virt_answer(&ans[A_WORD], (unsigned int)e->k.row.inst + 1, &a) == PM_ERR_INST);
+	virt_row_release(&e->second);
+	virt_table_clear(&t);
+}
+
 static void check_grow(void)
 {
 	int *a = NULL;
@@ -218,6 +272,7 @@ int main(void)
 	virt_row_set(&r, cnt, 1, h);
 	CHECK(r.win == NULL);
 	check_table();
+	check_answers();
 	check_grow();
 	return UNIT_DONE();
 }
