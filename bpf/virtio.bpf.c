@@ -15,7 +15,8 @@
  *   virtqueue_kick_prepare, _kick, _notify         kicks
  *   vring_interrupt                                interrupts
  *   virtqueue_detach_unused_buf                    reclaimed buffers (untimed)
- *   vring_del_virtqueue                            queue gone: purge its records
+ *   vring_del_virtqueue                            queue gone: free its records
+ *   vring_map_one_sg, detach_buf_split/_packed     latency: descriptor heads
  *
  * Callers serialise operations on one virtqueue (virtio_ring's API
  * contract), and the exit hook of an add runs before the caller regains
@@ -30,7 +31,7 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* false: no add->completion timing (no inflight records, no clock reads) */
+/* false: no add->completion timing (no timed heads, no clock reads) */
 const volatile bool latency = true;
 
 #define SG_CHAIN_BIT	0x01UL	/* include/linux/scatterlist.h SG_CHAIN */
@@ -70,17 +71,33 @@ struct {
 	__type(value, struct virtio_vq_info);
 } info SEC(".maps");
 
-/* Add time of every buffer in flight, keyed by (queue, driver token).
- * A plain hash, not LRU: a full map refuses the insert, which is counted
- * (untracked, drops) instead of silently evicting another record. Records
- * cannot leak: completion and detach_unused_buf remove them, and
- * vring_del_virtqueue purges every record of a queue that goes away. */
+/* Add time (0: none) of every timed buffer in flight, per descriptor head:
+ * the head a buffer takes at add (vq->free_head, read where
+ * vring_map_one_sg() maps its entries) is the one its completion detaches
+ * (detach_buf_split/_packed), and a ring never has two buffers at one
+ * head, so a queue's entries cannot collide or overflow. Blocks of
+ * VIRTIO_BLOCK entries are taken by a queue as its heads first use them
+ * (owner: the struct virtqueue *, by compare-and-swap) and given back when
+ * the queue is deleted; no block free = the add is counted (untracked,
+ * drops), nothing is evicted. Only the queue's own (serialised)
+ * operations touch its entries, and array lookups are inlined. */
+const volatile __u32 nblocks = 256;
+
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct virtio_token);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 256 * VIRTIO_BLOCK);
+	__type(key, __u32);
 	__type(value, __u64);
-} inflight SEC(".maps");
+} timed SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, __u64);
+} blocks SEC(".maps");
+
+__u32 block_hint;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -270,32 +287,82 @@ static __always_inline void record_sgs(struct virtio_stats *s, __u64 sgs, __u64 
 		s->truncated++;
 }
 
-/* The add returned ret: count it and remember when the token went in. */
-static __always_inline void record_add(struct virtio_stats *s, __u64 vq, __u64 data, int ret)
-{
-	struct virtio_token key = { vq, data };
-	__u64 now;
+/* ------------------------------------------------------- timed heads */
 
+struct block_claim {
+	__u64 vq;
+	__u32 start;
+	__u32 got;		/* block + 1, 0 = none free */
+};
+
+static long claim_one(__u32 i, void *ctx)
+{
+	struct block_claim *c = ctx;
+	__u32 b = (c->start + i) % nblocks;
+	__u64 *owner = bpf_map_lookup_elem(&blocks, &b);
+
+	if (owner && *owner == 0 && __sync_val_compare_and_swap(owner, 0, c->vq) == 0) {
+		c->got = b + 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* A free block for vq's heads (a search only when a queue first uses a
+ * range of 64 heads), or 0. */
+static __always_inline __u32 claim_block(__u64 vq)
+{
+	struct block_claim c = { .vq = vq, .start = __sync_fetch_and_add(&block_hint, 1) };
+
+	bpf_loop(nblocks, claim_one, &c, 0);
+	return c.got;
+}
+
+/* The add time entry of head in q's blocks; create: take a block if the
+ * head's range has none. */
+static __always_inline __u64 *timed_entry(struct virtio_slot *q, __u64 vq, __u64 head,
+					  bool create)
+{
+	__u64 k = head / VIRTIO_BLOCK;
+	__u32 b, i;
+
+	if (k >= VIRTIO_RING_BLOCKS)
+		return NULL;
+	b = q->block[k];
+	if (!b) {
+		if (!create || !(b = claim_block(vq)))
+			return NULL;
+		q->block[k] = b;
+	}
+	i = (b - 1) * VIRTIO_BLOCK + head % VIRTIO_BLOCK;
+	return bpf_map_lookup_elem(&timed, &i);
+}
+
+/* The add returned ret: count it and time it at its head. */
+static __always_inline void record_add(struct virtio_slot *q, __u64 vq, int ret)
+{
+	__u64 head = q->add_head;
+	__u64 *ts;
+
+	q->add_head = 0;
 	if (ret) {
 		if (ret == -ENOSPC_ERR)
-			s->ring_full++;
+			q->s.ring_full++;
 		return;
 	}
-	s->adds++;
+	q->s.adds++;
 	if (!latency)
 		return;
-	now = bpf_ktime_get_ns();
-	if (!bpf_map_update_elem(&inflight, &key, &now, BPF_NOEXIST))
-		return;
-	/* the token is still recorded: its completion was never seen, so
-	 * retire the old record and time the new add */
-	if (bpf_map_lookup_elem(&inflight, &key)) {
-		s->settled++;
-		bpf_map_update_elem(&inflight, &key, &now, BPF_EXIST);
+	if (!head || !(ts = timed_entry(q, vq, head - 1, true))) {
+		q->s.untracked++;
+		VIRT_DROP(drops, VIRTIO_DROP_INFLIGHT);
 		return;
 	}
-	s->untracked++;
-	VIRT_DROP(drops, VIRTIO_DROP_INFLIGHT);
+	/* still timed: that buffer's completion was never seen (a missed
+	 * probe), so retire it and time the new add */
+	if (*ts)
+		q->s.settled++;
+	*ts = bpf_ktime_get_ns();
 }
 
 static __always_inline void add_call(__u64 vq, __u64 sgs, __u64 first, __u32 out, __u32 in,
@@ -306,21 +373,23 @@ static __always_inline void add_call(__u64 vq, __u64 sgs, __u64 first, __u32 out
 	if (!q)
 		return;
 	record_sgs(&q->s, sgs, first, out, in, head);
-	record_add(&q->s, vq, data, ret);
+	record_add(q, vq, ret);
 }
 
-/* A buffer came back (completed = true) or was reclaimed unused. */
-static __always_inline void settle(struct virtio_slot *q, __u64 vq, __u64 tok, bool completed)
+/* A buffer came back (completed = true) or was reclaimed unused: its head
+ * is the one detach_buf_split/_packed was just handed. */
+static __always_inline void settle(struct virtio_slot *q, __u64 vq, bool completed)
 {
-	struct virtio_token key = { vq, tok };
+	__u64 head = q->done_head;
 	__u64 *ts;
 
 	if (completed)
 		q->s.completions++;
-	if (!latency)
+	if (!latency || !head)
 		return;
-	ts = bpf_map_lookup_elem(&inflight, &key);
-	if (!ts)
+	q->done_head = 0;
+	ts = timed_entry(q, vq, head - 1, false);
+	if (!ts || !*ts)
 		return;		/* added before attach (or untracked) */
 	if (completed) {
 		__u32 b = virt_log2_bucket(bpf_ktime_get_ns() - *ts);
@@ -329,7 +398,28 @@ static __always_inline void settle(struct virtio_slot *q, __u64 vq, __u64 tok, b
 			q->s.hist[b]++;
 	}
 	q->s.settled++;
-	bpf_map_delete_elem(&inflight, &key);
+	*ts = 0;
+}
+
+/* vring_map_one_sg(), called for each entry of an add before the ring's
+ * free list moves on: vq->free_head is the head the add takes
+ * (virtqueue_add_split/_packed). */
+static __always_inline void on_map_sg(__u64 vq, __u64 free_head)
+{
+	struct virtio_slot *q = queue(vq);
+
+	if (q)
+		q->add_head = free_head + 1;
+}
+
+/* detach_buf_split/_packed(vq, head): the buffer at head is handed back
+ * (to get_buf, or to detach_unused_buf), whose exit settles it. */
+static __always_inline void on_detach_buf(__u64 vq, __u64 head)
+{
+	struct virtio_slot *q = lookup_queue(vq, false);
+
+	if (q)
+		q->done_head = head + 1;
 }
 
 static __always_inline void on_get_buf_ctx(__u64 vq, __u64 ret)
@@ -339,7 +429,7 @@ static __always_inline void on_get_buf_ctx(__u64 vq, __u64 ret)
 	if (!ret || !(q = queue(vq)))
 		return;
 	q->last_tok = ret;
-	settle(q, vq, ret, true);
+	settle(q, vq, true);
 }
 
 /* virtqueue_get_buf: on kernels where it calls virtqueue_get_buf_ctx out
@@ -355,7 +445,7 @@ static __always_inline void on_get_buf(__u64 vq, __u64 ret)
 	nested = q->last_tok == ret;
 	q->last_tok = 0;
 	if (!nested)
-		settle(q, vq, ret, true);
+		settle(q, vq, true);
 }
 
 static __always_inline void on_detach(__u64 vq, __u64 ret)
@@ -363,7 +453,7 @@ static __always_inline void on_detach(__u64 vq, __u64 ret)
 	struct virtio_slot *q;
 
 	if (ret && (q = queue(vq)))
-		settle(q, vq, ret, false);
+		settle(q, vq, false);
 }
 
 /* prepared = the CPU (+ 1) whose kick_prepare said "notify": virtio-blk
@@ -420,31 +510,86 @@ static __always_inline void on_interrupt(__u64 vq, int ret)
 		q->s.interrupts++;
 }
 
-static long purge_one(struct bpf_map *map, struct virtio_token *key, __u64 *val, void *ctx)
+/* The blocks of a dying queue's slot (bpf_loop's context must be on the
+ * stack). */
+struct dying {
+	__u16 block[VIRTIO_RING_BLOCKS];
+};
+
+/* Give one block back, its entries cleared. */
+static long free_block(__u32 k, void *ctx)
 {
-	if (key->vq == *(__u64 *)ctx)
-		bpf_map_delete_elem(map, key);
+	struct dying *d = ctx;
+	__u32 b, i;
+	__u64 *e;
+
+	if (k >= VIRTIO_RING_BLOCKS || !(b = d->block[k]))
+		return 0;
+	b--;
+	for (__u32 j = 0; j < VIRTIO_BLOCK; j++) {
+		i = b * VIRTIO_BLOCK + j;
+		if ((e = bpf_map_lookup_elem(&timed, &i)))
+			*e = 0;
+	}
+	if ((e = bpf_map_lookup_elem(&blocks, &b)))
+		__sync_lock_test_and_set(e, 0);
 	return 0;
 }
 
 /* The queue is being freed: mark its slot (every slot it holds, were two
  * CPUs ever to claim two) for the agent, which folds and frees it, and
- * drop its in-flight records. */
+ * give its timed blocks back. */
 static __always_inline void on_del(__u64 vq)
 {
+	struct dying d;
+
 	for (__u32 i = 0; i < VIRTIO_PROBE; i++) {
 		struct virtio_slot *s = probe_slot(vq, i);
 
 		if (!s || s->vq == 0)
 			break;
-		if (s->vq == vq)
-			s->s.dead = 1;
+		if (s->vq != vq)
+			continue;
+		s->s.dead = 1;
+		if (!latency)
+			continue;
+		__builtin_memcpy(d.block, s->block, sizeof(d.block));
+		__builtin_memset(s->block, 0, sizeof(s->block));
+		bpf_loop(VIRTIO_RING_BLOCKS, free_block, &d, 0);
 	}
-	if (latency)
-		bpf_for_each_map_elem(&inflight, purge_one, &vq, 0);
 }
 
 /* ---------------------------------------------------- fentry / fexit */
+
+/* Latency only (the agent loads them with latency on): descriptor heads.
+ * First in the object, so attached before the add and get_buf hooks: an
+ * add or completion seen at all is seen with its head. The ring's own
+ * struct, for its free list head (vq is its first member,
+ * so the two pointers are equal). */
+struct vring_virtqueue___virt {
+	unsigned int free_head;
+} __attribute__((preserve_access_index));
+
+SEC("fentry/vring_map_one_sg")
+int BPF_PROG(virt_virtio_fentry_map_sg, struct vring_virtqueue___virt *vq)
+{
+	on_map_sg(VQ_ARG(ctx), vq->free_head);
+	return 0;
+}
+
+SEC("fentry/detach_buf_split")
+int BPF_PROG(virt_virtio_fentry_detach_buf_split, void *vq, unsigned int head)
+{
+	on_detach_buf(VQ_ARG(ctx), head);
+	return 0;
+}
+
+SEC("fentry/detach_buf_packed")
+int BPF_PROG(virt_virtio_fentry_detach_buf_packed, void *vq, unsigned int id)
+{
+	on_detach_buf(VQ_ARG(ctx), id);
+	return 0;
+}
 
 /* sgs (struct scatterlist **) is fetched with bpf_get_func_arg(): older
  * verifiers (6.1) refuse direct context access to pointer-to-pointer
@@ -632,6 +777,27 @@ static __always_inline bool pop(__u32 fn, __u64 *vq, __u64 *data)
 	return true;
 }
 
+SEC("kprobe/vring_map_one_sg")
+int BPF_KPROBE(virt_virtio_kprobe_map_sg, struct vring_virtqueue___virt *vq)
+{
+	on_map_sg((__u64)vq, BPF_CORE_READ(vq, free_head));
+	return 0;
+}
+
+SEC("kprobe/detach_buf_split")
+int BPF_KPROBE(virt_virtio_kprobe_detach_buf_split, void *vq, unsigned int head)
+{
+	on_detach_buf((__u64)vq, head);
+	return 0;
+}
+
+SEC("kprobe/detach_buf_packed")
+int BPF_KPROBE(virt_virtio_kprobe_detach_buf_packed, void *vq, unsigned int id)
+{
+	on_detach_buf((__u64)vq, id);
+	return 0;
+}
+
 /* Entry: count sgs and bytes (what virtiostat counts, at the same point). */
 static __always_inline void add_entry(__u64 vq, __u64 sgs, __u64 first, __u32 out, __u32 in,
 				      __u64 data)
@@ -652,7 +818,7 @@ static __always_inline void add_return(int ret)
 		return;
 	q = queue(vq);
 	if (q)
-		record_add(&q->s, vq, data, ret);
+		record_add(q, vq, ret);
 }
 
 SEC("kprobe/virtqueue_add_sgs")

@@ -25,8 +25,8 @@ struct virtio_stats {
 	__u64 interrupts;	/* vring_interrupt returned IRQ_HANDLED */
 	__u64 ring_full;	/* add_* returned -ENOSPC */
 	__u64 truncated;	/* add_* calls whose walk hit VIRTIO_WALK_MAX */
-	__u64 untracked;	/* adds whose token found no room in "inflight" */
-	__u64 settled;		/* tracked adds completed or detached */
+	__u64 untracked;	/* adds not timed: no block of "timed" free, head unknown */
+	__u64 settled;		/* timed adds completed, detached or found stale */
 	__u64 dead;		/* vring_del_virtqueue seen for this queue */
 	__u64 hist[VIRT_HIST_BUCKETS];	/* add->completion ns, log2 */
 };
@@ -38,11 +38,19 @@ struct virtio_stats {
  * struct virtqueue *. The agent reads the array in place (mmap). */
 #define VIRTIO_SLOT_FREED	1
 #define VIRTIO_PROBE		8
+/* Add times are kept per descriptor head (the index of a buffer's state in
+ * the ring, < the ring's size): head h of a queue is entry h % VIRTIO_BLOCK
+ * of the block of "timed" its slot holds for heads h / VIRTIO_BLOCK. */
+#define VIRTIO_BLOCK		64
+#define VIRTIO_RING_BLOCKS	64	/* rings up to 4096 heads are timed */
 struct virtio_slot {
 	__u64 vq;
 	__u64 ready;		/* the owner's names are in "info" */
 	__u64 prepared;		/* the last kick_prepare said "notify" */
 	__u64 last_tok;		/* the last get_buf_ctx's token: nested in get_buf? */
+	__u64 add_head;		/* head + 1 of the add in progress (vring_map_one_sg) */
+	__u64 done_head;	/* head + 1 being detached (detach_buf_split/_packed) */
+	__u16 block[VIRTIO_RING_BLOCKS];	/* block + 1 of "timed" per 64 heads */
 	struct virtio_stats s;
 };
 
@@ -53,15 +61,10 @@ struct virtio_vq_info {
 	char name[VIRTIO_NAME_LEN];	/* vq->name */
 };
 
-/* In-flight buffer: the driver's token is unique per queue while queued. */
-struct virtio_token {
-	__u64 vq;
-	__u64 data;
-};
-
 enum virtio_drop {
 	VIRTIO_DROP_QUEUE,	/* no free slot for a queue (max_queues) */
-	VIRTIO_DROP_INFLIGHT,	/* inflight map full (max_inflight): add not timed */
+	VIRTIO_DROP_INFLIGHT,	/* no block of "timed" free (max_inflight), head >= 4096
+				 * or not seen: add not timed */
 	VIRTIO_DROP_STASH,	/* kprobe variant: entry/return pairing lost */
 	VIRTIO_DROPS
 };

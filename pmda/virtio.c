@@ -45,7 +45,7 @@ static const struct virt_option virtio_options[NOPTS] = {
 	[OPT_MAX_QUEUES] = { "max_queues", VIRT_OPT_UINT, 2, 65536, "1024",
 		"slots for virtqueues (rounded up to a power of two); a queue finding none free is counted as dropped" },
 	[OPT_MAX_INFLIGHT] = { "max_inflight", VIRT_OPT_UINT, 64, 1u << 22, "16384",
-		"buffers in flight timed at once (all queues); more are counted as dropped" },
+		"descriptor heads timed at once (all queues), in blocks of 64 a queue takes as its ring uses them; an add finding no block is counted as dropped" },
 };
 
 #define SW (sizeof(struct virtio_stats) / sizeof(__u64))
@@ -127,12 +127,30 @@ static bool virtio_ready(struct virt_family *fam)
 
 /* ------------------------------------------------------------ attach */
 
+/* Counts only: the descriptor-head hooks stay out; returns how many. */
+static unsigned int no_timing(struct bpf_object *obj)
+{
+	struct bpf_program *prog;
+	unsigned int n = 0;
+
+	bpf_object__for_each_program(prog, obj) {
+		const char *name = bpf_program__name(prog);
+
+		if (bpf_program__autoload(prog) &&
+		    (strstr(name, "_map_sg") || strstr(name, "_detach_buf_"))) {
+			bpf_program__set_autoload(prog, false);
+			n++;
+		}
+	}
+	return n;
+}
+
 static int try_variant(struct virt_family *fam, const char *variant, char *why, size_t len)
 {
 	struct virtio_state *st = fam->priv;
 	bool latency = fam->opts[OPT_LATENCY].b;
 	struct virtio_bpf *skel = virtio_bpf__open();
-	unsigned int n, bits = 1;
+	unsigned int n, bits = 1, nblocks;
 	void *mem;
 	int err;
 
@@ -146,9 +164,13 @@ static int try_variant(struct virt_family *fam, const char *variant, char *why, 
 	skel->rodata->slot_bits = bits;
 	bpf_map__set_max_entries(skel->maps.queues, 1U << bits);
 	bpf_map__set_max_entries(skel->maps.info, 1U << bits);
-	bpf_map__set_max_entries(skel->maps.inflight,
-				 latency ? (__u32)fam->opts[OPT_MAX_INFLIGHT].u : 1);
-	n = virt_autoload_variant(skel->obj, "virtio", variant);
+	nblocks = latency ? fam->opts[OPT_MAX_INFLIGHT].u / VIRTIO_BLOCK : 1;
+	if (nblocks > UINT16_MAX)	/* a slot keeps block numbers in 16 bits */
+		nblocks = UINT16_MAX;
+	skel->rodata->nblocks = nblocks;
+	bpf_map__set_max_entries(skel->maps.blocks, nblocks);
+	bpf_map__set_max_entries(skel->maps.timed, nblocks * VIRTIO_BLOCK);
+	n = virt_autoload_variant(skel->obj, "virtio", variant) - (latency ? 0 : no_timing(skel->obj));
 	err = virtio_bpf__load(skel);
 	if (err) {
 		snprintf(why, len, "load: %s", strerror(-err));
@@ -358,7 +380,8 @@ static void ptr_bury(struct virtio_state *st, size_t slot)
 		for (size_t k = 0; k < SW; k++)
 			if (k != W(dead))
 				__atomic_store_n(&w[k], 0, __ATOMIC_RELAXED);
-		s->ready = s->prepared = s->last_tok = 0;
+		s->ready = s->prepared = s->last_tok = s->add_head = s->done_head = 0;
+		memset(s->block, 0, sizeof(s->block));
 		__atomic_store_n(&s->vq, VIRTIO_SLOT_FREED, __ATOMIC_RELEASE);
 	}
 	for (size_t k = 0; k < st->nslots; k++)
