@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -29,7 +30,7 @@ static const struct virt_option kvm_options[NOPTS] = {
 	[OPT_LATENCY] = { "latency", VIRT_OPT_BOOL, 0, 0, "true",
 		"exit->entry latency histograms; false = counts only (cheaper)" },
 	[OPT_MAX_VCPUS] = { "max_vcpus", VIRT_OPT_UINT, 16, 1u << 20, "4096",
-		"vCPU threads tracked (exit->entry pairing, per-VM counts); exits of more are counted as dropped" },
+		"vCPUs tracked (exit->entry pairing, per-VM counts), in a table of twice as many slots; exits of a vCPU that finds no slot are counted as dropped" },
 	[OPT_MAX_VMS] = { "max_vms", VIRT_OPT_UINT, 1, 65536, "1024",
 		"VMM processes with per-VM rows; threads of more are counted as dropped" },
 	[OPT_MAX_HCALLS] = { "max_hypercalls", VIRT_OPT_UINT, 1, 65536, "256",
@@ -46,19 +47,20 @@ struct keyed_rows {
 	struct keyed {
 		uint64_t key;
 		struct virt_row row;
-		uint64_t gone[VM_WORDS];	/* VM rows: counts of its threads that are gone */
+		uint64_t gone[VM_WORDS];	/* VM rows: counts of its vCPU slots that are gone */
+		uint64_t sum[VM_WORDS];		/* VM rows: this refresh's total */
 	} **v;
 	size_t n, cap;
 	uint32_t *slot;			/* open-addressing index: v[] position + 1, 0 empty */
 	size_t nslot;			/* a power of two, > 2 * n */
 };
 
-/* A vCPU thread seen in the vcpus map: its share of its VM's counters. */
-struct vcpu_thread {
-	uint32_t tid, tgid;
-	uint64_t last[VM_WORDS];
-	bool live;			/* in this refresh's dump */
+/* What the agent last took from a slot of the vcpus array: its share of
+ * its VM's counters. */
+struct vcpu_rec {
+	uint32_t tgid;			/* 0: nothing taken */
 	bool dropped;			/* counted once in vm_drops (max_vms) */
+	uint64_t last[VM_WORDS];
 };
 
 struct kvm_state {
@@ -66,12 +68,14 @@ struct kvm_state {
 	struct virt_row slots[KVM_SLOTS];
 	struct virt_row uexit[KVM_UEXIT_REASONS];
 	struct keyed_rows other, hcalls, vms;
-	struct vcpu_thread *threads;
-	size_t nthreads, capthreads;
-	uint32_t *dead;			/* thread ids to delete from vcpus, max_vcpus */
+	/* the BPF arrays, mmap'ed: read in place, no bpf() call */
+	struct kvm_vcpu_slot *vcpus;
+	uint64_t *threads;
+	struct kvm_stats *exits;
+	size_t nvcpus;			/* entries of vcpus and of threads */
+	struct vcpu_rec *recs;		/* one per vcpus entry */
 	uint64_t vm_drops;
 	struct virt_bulk bulk;		/* bulk-read buffers, sized for the largest map */
-	time_t last_sweep;
 };
 
 /* ------------------------------------------------------------- names */
@@ -264,19 +268,60 @@ static void set_variant(struct kvm_bpf *skel, enum variant v, bool latency)
 			bpf_program__set_autoload(progs[i][p], i == (int)v && (latency || p != 1));
 }
 
+static void *map_array(struct bpf_map *map, size_t n)
+{
+	void *p = mmap(NULL, n * bpf_map__value_size(map), PROT_READ | PROT_WRITE, MAP_SHARED,
+		       bpf_map__fd(map), 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void unmap_arrays(struct kvm_state *st)
+{
+	if (st->vcpus)
+		munmap(st->vcpus, st->nvcpus * sizeof(*st->vcpus));
+	if (st->threads)
+		munmap(st->threads, st->nvcpus * sizeof(*st->threads));
+	if (st->exits)
+		munmap(st->exits, KVM_SLOTS * sizeof(*st->exits));
+	free(st->recs);
+	st->vcpus = NULL;
+	st->threads = NULL;
+	st->exits = NULL;
+	st->recs = NULL;
+}
+
+static int map_arrays(struct kvm_state *st, struct kvm_bpf *skel, size_t nvcpus)
+{
+	st->nvcpus = nvcpus;
+	st->vcpus = map_array(skel->maps.vcpus, nvcpus);
+	st->threads = map_array(skel->maps.threads, nvcpus);
+	st->exits = map_array(skel->maps.exits, KVM_SLOTS);
+	st->recs = calloc(nvcpus, sizeof(*st->recs));
+	if (st->vcpus && st->threads && st->exits && st->recs)
+		return 0;
+	unmap_arrays(st);
+	return -1;
+}
+
 static int try_variant(struct virt_family *fam, enum variant v, char *why, size_t len)
 {
 	struct kvm_state *st = fam->priv;
 	bool latency = fam->opts[OPT_LATENCY].b;
 	struct kvm_bpf *skel = kvm_bpf__open();
+	__u32 bits = 1;
 	int err;
 
 	if (!skel) {
 		snprintf(why, len, "open: %s", strerror(errno));
 		return -1;
 	}
+	while ((1ULL << bits) < 2 * fam->opts[OPT_MAX_VCPUS].u)
+		bits++;
 	skel->rodata->latency = latency;
-	bpf_map__set_max_entries(skel->maps.vcpus, (__u32)fam->opts[OPT_MAX_VCPUS].u);
+	skel->rodata->slot_bits = bits;
+	bpf_map__set_max_entries(skel->maps.vcpus, 1U << bits);
+	bpf_map__set_max_entries(skel->maps.threads, 1U << bits);
 	bpf_map__set_max_entries(skel->maps.hcalls, (__u32)fam->opts[OPT_MAX_HCALLS].u);
 	set_variant(skel, v, latency);
 	err = kvm_bpf__load(skel);
@@ -288,6 +333,11 @@ static int try_variant(struct virt_family *fam, enum variant v, char *why, size_
 	err = kvm_bpf__attach(skel);
 	if (err) {
 		snprintf(why, len, "attach: %s", strerror(-err));
+		kvm_bpf__destroy(skel);
+		return -1;
+	}
+	if (map_arrays(st, skel, 1U << bits) < 0) {
+		snprintf(why, len, "mmap: %s", strerror(errno));
 		kvm_bpf__destroy(skel);
 		return -1;
 	}
@@ -321,9 +371,8 @@ static int alloc_buffers(struct kvm_state *st, struct virt_family *fam)
 {
 	size_t max = KVM_SLOTS;
 
-	for (int o = OPT_MAX_VCPUS; o <= OPT_MAX_HCALLS; o++)
-		if (fam->opts[o].u > max)
-			max = fam->opts[o].u;
+	if (fam->opts[OPT_MAX_HCALLS].u > max)
+		max = fam->opts[OPT_MAX_HCALLS].u;
 	return virt_bulk_alloc(&st->bulk, max, sizeof(uint64_t), sizeof(struct kvm_stats));
 }
 
@@ -352,7 +401,7 @@ static void rebase_keyed(struct keyed_rows *t)
 		virt_row_rebase(&t->v[i]->row);
 }
 
-static void threads_forget(struct kvm_state *st);
+static void vcpus_forget(struct kvm_state *st);
 
 /* The BPF object goes; rows stay (instances keep their ids and counters
  * stay monotonic across e.g. rmmod/modprobe kvm_amd), VM rows too until
@@ -363,6 +412,8 @@ static void kvm_detach(struct virt_family *fam)
 
 	if (!st)
 		return;
+	vcpus_forget(st);
+	unmap_arrays(st);
 	kvm_bpf__destroy(st->skel);
 	st->skel = NULL;
 	for (unsigned int s = 0; s < KVM_SLOTS; s++)
@@ -371,7 +422,6 @@ static void kvm_detach(struct virt_family *fam)
 		virt_row_rebase(&st->uexit[r]);
 	rebase_keyed(&st->other);
 	rebase_keyed(&st->hcalls);
-	threads_forget(st);
 }
 
 static int kvm_attach(struct virt_family *fam)
@@ -382,9 +432,7 @@ static int kvm_attach(struct virt_family *fam)
 		st = calloc(1, sizeof(*st));
 		if (!st)
 			return -ENOMEM;
-		st->dead = calloc(fam->opts[OPT_MAX_VCPUS].u, sizeof(*st->dead));
-		if (!st->dead || alloc_buffers(st, fam) < 0) {
-			free(st->dead);
+		if (alloc_buffers(st, fam) < 0) {
 			free(st);
 			return -ENOMEM;
 		}
@@ -405,6 +453,22 @@ static void take_stats(struct virt_row *r, const struct kvm_state *st, int i)
 
 	virt_row_set(r, sum, 2, &sum[2]);
 	virt_row_expose(r, false);
+}
+
+/* The reason rows from the shared exits array, read in place. */
+static void read_exits(struct kvm_state *st)
+{
+	for (unsigned int k = 0; k < KVM_SLOTS; k++) {
+		const volatile struct kvm_stats *e = &st->exits[k];
+		uint64_t v[STATS_WORDS];
+
+		v[0] = e->count;
+		v[1] = e->time_ns;
+		for (unsigned int b = 0; b < VIRT_HIST_BUCKETS; b++)
+			v[2 + b] = e->hist[b];
+		virt_row_set(&st->slots[k], v, 2, &v[2]);
+		virt_row_expose(&st->slots[k], false);
+	}
 }
 
 static int read_array(struct kvm_state *st, struct bpf_map *map, struct virt_row *rows,
@@ -480,169 +544,129 @@ static void vm_name(char *buf, size_t len, uint32_t pid)
 	snprintf(buf, len, "%u %s", pid, clean);
 }
 
-/* ------------------------------------------------ per-VM from threads */
+/* ------------------------------------------------- per-VM from slots */
 
 static struct keyed *vm_of(struct kvm_state *st, uint32_t tgid)
 {
 	return keyed_lookup(&st->vms, tgid);
 }
 
-/* A thread's counts stay with its VM when the thread goes. */
-static void thread_fold(struct kvm_state *st, struct vcpu_thread *t)
+static bool vmm_alive(struct kvm_state *st, uint32_t tgid)
 {
-	struct keyed *vm = vm_of(st, t->tgid);
+	struct keyed *vm = vm_of(st, tgid);
+
+	return vm ? vm->row.live : pid_alive(tgid);
+}
+
+/* A slot's counts stay with its VM when the slot goes. */
+static void rec_fold(struct kvm_state *st, struct vcpu_rec *r)
+{
+	struct keyed *vm = vm_of(st, r->tgid);
 
 	for (size_t w = 0; vm && w < VM_WORDS; w++)
-		vm->gone[w] += t->last[w];
-	memset(t->last, 0, sizeof(t->last));
+		vm->gone[w] += r->last[w];
+	memset(r, 0, sizeof(*r));
 }
 
-static void thread_remove(struct kvm_state *st, size_t i)
+/* The arrays go (detach): keep the VM rows, their counts in gone. */
+static void vcpus_forget(struct kvm_state *st)
 {
-	st->threads[i] = st->threads[--st->nthreads];
+	for (size_t i = 0; st->recs && i < st->nvcpus; i++)
+		if (st->recs[i].tgid)
+			rec_fold(st, &st->recs[i]);
 }
 
-/* The map goes (detach): keep the VM rows, their counts in gone. */
-static void threads_forget(struct kvm_state *st)
+static void rec_take(struct vcpu_rec *r, const volatile struct kvm_vcpu_slot *v)
 {
-	for (size_t i = 0; i < st->nthreads; i++)
-		thread_fold(st, &st->threads[i]);
-	st->nthreads = 0;
+	if (r->tgid != v->tgid)
+		memset(r, 0, sizeof(*r));
+	r->tgid = v->tgid;
+	r->last[W_COUNT] = v->vm.exits;
+	r->last[W_TIME] = v->vm.exit_ns;
+	r->last[W_UEXITS] = v->vm.uexits;
+	r->last[W_UTIME] = v->vm.uexit_ns;
 }
 
-static struct vcpu_thread *thread_get(struct kvm_state *st, uint32_t tid, uint32_t tgid)
+/* A slot retired by the BPF side, or of a VMM that exited: its last counts
+ * go to its VM, and the slot and the thread entries that point at it are
+ * freed for other vCPUs (the slot's ident last: a claim finds the rest
+ * zeroed). */
+static void vcpu_free(struct kvm_state *st, size_t i)
 {
-	for (size_t i = 0; i < st->nthreads; i++)
-		if (st->threads[i].tid == tid) {
-			if (st->threads[i].tgid != tgid) {	/* tid reused */
-				thread_fold(st, &st->threads[i]);
-				st->threads[i].tgid = tgid;
-				st->threads[i].dropped = false;
-			}
-			return &st->threads[i];
-		}
-	if (st->nthreads == st->capthreads) {
-		size_t cap = st->capthreads ? st->capthreads * 2 : 64;
-		struct vcpu_thread *v = realloc(st->threads, cap * sizeof(*v));
+	struct kvm_vcpu_slot *v = &st->vcpus[i];
 
-		if (!v)
-			return NULL;
-		st->threads = v;
-		st->capthreads = cap;
+	rec_take(&st->recs[i], v);
+	rec_fold(st, &st->recs[i]);
+	for (size_t t = 0; t < st->nvcpus; t++) {
+		uint64_t cur = __atomic_load_n(&st->threads[t], __ATOMIC_RELAXED);
+
+		if (cur && KVM_THREAD_VCPU(cur) == i)
+			__atomic_compare_exchange_n(&st->threads[t], &cur, 0, false,
+						    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
 	}
-	st->threads[st->nthreads] = (struct vcpu_thread){ .tid = tid, .tgid = tgid };
-	return &st->threads[st->nthreads++];
+	memset((char *)v + sizeof(v->ident), 0, sizeof(*v) - sizeof(v->ident));
+	__atomic_store_n(&v->ident, 0, __ATOMIC_RELEASE);
 }
 
-/* Take this refresh's dump of the vcpus map into the thread records;
- * threads that vanished (our own deletes) fold into their VM. */
-static int take_threads(struct kvm_state *st, int fd, unsigned int max)
+/* A VM row for a live VMM process (at most max_vms; slots of more are
+ * counted once as dropped). */
+static struct keyed *vm_row(struct kvm_state *st, struct vcpu_rec *r, size_t max_vms)
 {
-	const size_t vsz = sizeof(struct kvm_vcpu_track);
-	int got = virt_map_dump(fd, st->bulk.keys, sizeof(__u32), st->bulk.vals, vsz, max);
+	struct keyed *vm = vm_of(st, r->tgid);
+	char name[VIRT_NAME_MAX];
 
-	for (size_t i = 0; i < st->nthreads; i++)
-		st->threads[i].live = false;
-	for (int i = 0; i < got; i++) {
-		const struct kvm_vcpu_track *v =
-			(const void *)((char *)st->bulk.vals + (size_t)i * vsz);
-		struct vcpu_thread *t = thread_get(st, ((__u32 *)st->bulk.keys)[i], v->tgid);
-
-		if (!t)
-			continue;
-		memcpy(t->last, &v->vm, sizeof(t->last));
-		t->live = true;
+	if (vm || !pid_alive(r->tgid))
+		return vm;
+	if (st->vms.n >= max_vms) {
+		st->vm_drops += !r->dropped;
+		r->dropped = true;
+		return NULL;
 	}
-	for (size_t i = 0; i < st->nthreads;)
-		if (!st->threads[i].live) {
-			thread_fold(st, &st->threads[i]);
-			thread_remove(st, i);
-		} else {
-			i++;
-		}
-	return got;
+	vm_name(name, sizeof(name), r->tgid);
+	if (!keyed_add(&st->vms, r->tgid, virt_indom(VIRT_I_KVM_VM), PM_INDOM_NULL, name))
+		return NULL;
+	vm = vm_of(st, r->tgid);
+	vm->row.live = true;
+	return vm;
 }
 
-/* A VM row for every live VMM process (at most max_vms; threads of more
- * are counted once as dropped); rows of exited VMMs are marked not live. */
-static void find_vms(struct kvm_state *st, size_t max_vms)
+/* Per-VM rows: a VM's counts are those its freed slots left plus its live
+ * slots'. Slots of exited VMMs are freed, so the arrays return to their
+ * baseline after VMs come and go; exited VMMs leave the instance domain. */
+static void read_vms(struct kvm_state *st, struct virt_family *fam)
 {
-	for (size_t i = 0; i < st->vms.n; i++)
+	for (size_t i = 0; i < st->vms.n; i++) {
 		st->vms.v[i]->row.live = pid_alive(st->vms.v[i]->key);
-	for (size_t i = 0; i < st->nthreads; i++) {
-		struct vcpu_thread *t = &st->threads[i];
-		char name[VIRT_NAME_MAX];
-		struct virt_row *r;
-
-		if (vm_of(st, t->tgid) || !pid_alive(t->tgid))
-			continue;
-		if (st->vms.n >= max_vms) {
-			st->vm_drops += !t->dropped;
-			t->dropped = true;
-			continue;
-		}
-		vm_name(name, sizeof(name), t->tgid);
-		r = keyed_add(&st->vms, t->tgid, virt_indom(VIRT_I_KVM_VM), PM_INDOM_NULL, name);
-		if (r)
-			r->live = true;
+		memcpy(st->vms.v[i]->sum, st->vms.v[i]->gone, sizeof(st->vms.v[i]->sum));
 	}
-}
+	for (size_t i = 0; i < st->nvcpus; i++) {
+		const volatile struct kvm_vcpu_slot *v = &st->vcpus[i];
+		uint64_t ident = v->ident;
+		uint32_t tgid = v->tgid;
+		struct keyed *vm;
 
-/* Per-VM rows: a VM's counts are those its gone threads left plus its live
- * threads'. Threads of exited VMMs, and (every 10 s) exited threads of live
- * ones, are deleted from the vcpus map in one batch: the map returns to its
- * baseline after VMs come and go. Exited VMMs leave the instance domain. */
-static int read_vms(struct kvm_state *st, struct virt_family *fam)
-{
-	struct bpf_map *map = st->skel->maps.vcpus;
-	int fd = bpf_map__fd(map), got;
-	time_t now = time(NULL);
-	bool sweep = now - st->last_sweep >= 10;
-	__u32 ndead = 0, max = bpf_map__max_entries(map);
-
-	got = take_threads(st, fd, max);
-	if (got < 0)
-		return got;
-	if (sweep)
-		st->last_sweep = now;
-	find_vms(st, fam->opts[OPT_MAX_VMS].u);
-	for (size_t i = 0; i < st->nthreads;) {
-		struct vcpu_thread *t = &st->threads[i];
-		struct keyed *vm = vm_of(st, t->tgid);
-		bool gone = !vm ? !pid_alive(t->tgid) : !vm->row.live;
-
-		if (!gone && vm && sweep && !pid_alive(t->tid)) {
-			thread_fold(st, t);
-			gone = true;
+		if (!ident || (!tgid && ident != KVM_VCPU_RETIRED))
+			continue;
+		if (ident == KVM_VCPU_RETIRED || !vmm_alive(st, tgid)) {
+			vcpu_free(st, i);
+			continue;
 		}
-		if (gone && ndead < max) {
-			st->dead[ndead++] = t->tid;
-			thread_remove(st, i);
-		} else {
-			i++;
-		}
-	}
-	if (ndead) {
-		virt_bpf_syscalls++;
-		bpf_map_delete_batch(fd, st->dead, &ndead, NULL);
+		rec_take(&st->recs[i], v);
+		vm = vm_row(st, &st->recs[i], fam->opts[OPT_MAX_VMS].u);
+		for (size_t w = 0; vm && w < VM_WORDS; w++)
+			vm->sum[w] += st->recs[i].last[w];
 	}
 	for (size_t i = 0; i < st->vms.n;) {
 		struct keyed *vm = st->vms.v[i];
-		uint64_t sum[VM_WORDS];
 
 		if (!vm->row.live) {
 			keyed_remove(&st->vms, i);
 			continue;
 		}
-		memcpy(sum, vm->gone, sizeof(sum));
-		for (size_t t = 0; t < st->nthreads; t++)
-			for (size_t w = 0; st->threads[t].tgid == vm->key && w < VM_WORDS; w++)
-				sum[w] += st->threads[t].last[w];
-		virt_row_set(&vm->row, sum, VM_WORDS, NULL);
+		virt_row_set(&vm->row, vm->sum, VM_WORDS, NULL);
 		virt_row_expose(&vm->row, true);
 		i++;
 	}
-	return 0;
 }
 
 static int kvm_refresh(struct virt_family *fam)
@@ -651,13 +675,13 @@ static int kvm_refresh(struct virt_family *fam)
 	struct kvm_bpf *skel = st->skel;
 	int err = 0;
 
-	err |= read_array(st, skel->maps.exits, st->slots, KVM_SLOTS);
+	read_exits(st);
 	err |= read_hash(st, skel->maps.exits_other, &st->other, VIRT_I_KVM_REASON,
 			 VIRT_I_KVM_REASON_HIST, name_other);
 	err |= read_hash(st, skel->maps.hcalls, &st->hcalls, VIRT_I_KVM_HCALL,
 			 VIRT_I_KVM_HCALL_HIST, name_decimal);
 	err |= read_array(st, skel->maps.uexits, st->uexit, KVM_UEXIT_REASONS);
-	err |= read_vms(st, fam);
+	read_vms(st, fam);
 	fam->dropped = virt_percpu_counters_total(bpf_map__fd(skel->maps.drops), &st->bulk,
 						  KVM_DROPS) + st->vm_drops;
 	return err ? -EIO : 0;
