@@ -87,6 +87,19 @@ struct {
 	__type(value, __u64);
 } threads SEC(".maps");
 
+/* Per VMM process (tgid): what the slots of its destroyed vCPUs counted
+ * (sized max_vms by the agent, which deletes exited processes' entries). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct kvm_vm_stats);
+} vms_gone SEC(".maps");
+
+/* Every fold of a slot into vms_gone is bracketed by these: the agent sums
+ * slots and vms_gone again when a fold ran meanwhile. */
+__u64 folds_begun, folds_done;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
@@ -124,6 +137,7 @@ struct {
 } drops SEC(".maps");
 
 static const struct kvm_stats zero_stats;
+static const struct kvm_vm_stats zero_vm;
 
 static __always_inline __u32 exit_slot(__u32 isa, __u32 code)
 {
@@ -360,7 +374,9 @@ static __always_inline int on_hypercall(__u64 nr)
 		return 0;
 	}
 	s = thread_vcpu();
-	if (s && s->exit_ts) {
+	if (!s) {
+		VIRT_DROP(drops, KVM_DROP_VCPU);	/* an untracked vCPU, or no thread entry */
+	} else if (s->exit_ts) {
 		s->hcall = 1;
 		s->hcall_nr = nr;
 	}
@@ -381,9 +397,13 @@ static __always_inline int on_userspace_exit(__u32 reason)
 		st->count++;
 		if (s)
 			s->vm.uexits++;
+		else
+			VIRT_DROP(drops, KVM_DROP_VCPU);
 		return 0;
 	}
-	if (s && s->exit_ts) {
+	if (!s) {
+		VIRT_DROP(drops, KVM_DROP_VCPU);	/* an untracked vCPU, or no thread entry */
+	} else if (s->exit_ts) {
 		s->uexit_ts = bpf_ktime_get_ns();
 		s->ureason = reason;
 	}
@@ -429,6 +449,67 @@ static __always_inline int on_entry(__u64 ident)
 		s->vm.uexit_ns += uns;
 	}
 	return 0;
+}
+
+/* Free the thread's index entry that points at slot idx. */
+static __always_inline void unindex_thread(__u32 tid, __u32 idx)
+{
+	__u64 cur = KVM_THREAD(tid, idx);
+	__u32 h = home(tid);
+
+	for (__u32 i = 0; i < KVM_PROBE; i++) {
+		__u32 k = probe_key(h, i);
+		__u64 *t = bpf_map_lookup_elem(&threads, &k);
+
+		if (t && *t == cur) {
+			__sync_val_compare_and_swap(t, cur, 0);
+			return;
+		}
+	}
+}
+
+/* A vCPU is destroyed (kvm_arch_vcpu_destroy(), from kvm_destroy_vcpus()
+ * or a failed KVM_CREATE_VCPU): its slot's counts go to its process's
+ * entry of vms_gone and the slot is freed at once, so VMs that come and go
+ * inside one VMM, or VMMs that come and go between two refreshes, need no
+ * slots beyond their live vCPUs'. The slot's ident is cleared last: a claim
+ * finds the rest zeroed. */
+static __always_inline int on_vcpu_destroy(__u64 ident)
+{
+	struct kvm_vcpu_slot *s;
+	struct kvm_vm_stats *g;
+	__u32 idx = 0, tgid;
+
+	s = find_vcpu(ident, &idx);
+	if (!s)
+		return 0;
+	__sync_fetch_and_add(&folds_begun, 1);
+	tgid = s->tgid;
+	if (tgid && (g = lookup_or_init(&vms_gone, &tgid, &zero_vm, KVM_DROP_VM))) {
+		__sync_fetch_and_add(&g->exits, s->vm.exits);
+		__sync_fetch_and_add(&g->exit_ns, s->vm.exit_ns);
+		__sync_fetch_and_add(&g->uexits, s->vm.uexits);
+		__sync_fetch_and_add(&g->uexit_ns, s->vm.uexit_ns);
+	}
+	if (s->tid)
+		unindex_thread(s->tid, idx);
+	__builtin_memset((char *)s + sizeof(s->ident), 0, sizeof(*s) - sizeof(s->ident));
+	asm volatile("" ::: "memory");
+	s->ident = 0;
+	__sync_fetch_and_add(&folds_done, 1);
+	return 0;
+}
+
+SEC("fentry/kvm_arch_vcpu_destroy")
+int BPF_PROG(virt_kvm_btf_destroy, struct kvm_vcpu *vcpu)
+{
+	return on_vcpu_destroy((__u64)vcpu);
+}
+
+SEC("kprobe/kvm_arch_vcpu_destroy")
+int BPF_KPROBE(virt_kvm_raw_destroy, void *vcpu)
+{
+	return on_vcpu_destroy((__u64)vcpu);
 }
 
 /* tp_btf: BTF-typed raw tracepoints, the cheapest way in. The vCPU's

@@ -40,7 +40,9 @@ struct kvm_vm_stats {
  * claims a free slot (ident 0) with a compare-and-swap and retires one
  * (KVM_VCPU_RETIRED) when a new VMM's vCPU turns up at a dead one's
  * address; the agent folds a retired slot's or a dead VMM's counts into
- * its VM and frees the slot (ident written last). */
+ * its VM and frees the slot (ident written last). Where the destroy hook
+ * attaches (tp_btf: fentry, raw_tp: kprobe), a destroyed vCPU's slot is
+ * folded into "vms_gone" and freed by the BPF side at once. */
 #define KVM_PROBE		8
 #define KVM_VCPU_RETIRED	1
 
@@ -70,10 +72,10 @@ struct kvm_vcpu_slot {
 #define KVM_THREAD_VCPU(t)	((__u32)((t) >> 32))
 
 enum kvm_drop {
-	KVM_DROP_VCPU,		/* no free slot for a new vCPU (or thread) */
+	KVM_DROP_VCPU,		/* an event of a vCPU without a slot (or thread entry) */
 	KVM_DROP_OTHER,		/* exits_other full */
 	KVM_DROP_HCALL,		/* hcalls full */
-	KVM_DROP_VM,		/* more VMM processes than max_vms (agent side) */
+	KVM_DROP_VM,		/* more VMM processes than max_vms (vms_gone full) */
 	KVM_DROP_UEXIT,		/* KVM_EXIT_* code >= KVM_UEXIT_REASONS */
 	KVM_DROPS
 };

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sched.h>
 #include <time.h>
 
 enum kvm_opt { OPT_LATENCY, OPT_MAX_VCPUS, OPT_MAX_VMS, OPT_MAX_HCALLS, NOPTS };
@@ -74,6 +75,9 @@ struct kvm_state {
 	struct kvm_stats *exits;
 	size_t nvcpus;			/* entries of vcpus and of threads */
 	struct vcpu_rec *recs;		/* one per vcpus entry */
+	/* a read of vms_gone (max_vms entries) */
+	uint32_t *gone_tgid;
+	struct kvm_vm_stats *gone;
 	uint64_t vm_drops;
 	struct virt_bulk bulk;		/* bulk-read buffers, sized for the largest map */
 };
@@ -252,20 +256,35 @@ static bool kvm_ready(struct virt_family *fam)
 
 enum variant { V_BTF, V_RAW, V_TP };
 
-static void set_variant(struct kvm_bpf *skel, enum variant v, bool latency)
+/* The variant's programs; the vCPU destroy hook (fentry with tp_btf,
+ * kprobe with raw_tp) frees slots in the kernel. The classic tracepoints
+ * key slots by thread, not vCPU: the agent frees them when the VMM exits.
+ * Returns how many programs load. */
+static unsigned int set_variant(struct kvm_bpf *skel, enum variant v, bool latency)
 {
-	struct bpf_program *progs[3][4] = {
+	struct bpf_program *progs[3][5] = {
 		{ skel->progs.virt_kvm_btf_exit, skel->progs.virt_kvm_btf_entry,
-		  skel->progs.virt_kvm_btf_hypercall, skel->progs.virt_kvm_btf_userspace_exit },
+		  skel->progs.virt_kvm_btf_hypercall, skel->progs.virt_kvm_btf_userspace_exit,
+		  skel->progs.virt_kvm_btf_destroy },
 		{ skel->progs.virt_kvm_raw_exit, skel->progs.virt_kvm_raw_entry,
-		  skel->progs.virt_kvm_raw_hypercall, skel->progs.virt_kvm_raw_userspace_exit },
+		  skel->progs.virt_kvm_raw_hypercall, skel->progs.virt_kvm_raw_userspace_exit,
+		  skel->progs.virt_kvm_raw_destroy },
 		{ skel->progs.virt_kvm_tp_exit, skel->progs.virt_kvm_tp_entry,
-		  skel->progs.virt_kvm_tp_hypercall, skel->progs.virt_kvm_tp_userspace_exit },
+		  skel->progs.virt_kvm_tp_hypercall, skel->progs.virt_kvm_tp_userspace_exit,
+		  NULL },
 	};
+	unsigned int n = 0;
 
 	for (int i = 0; i < 3; i++)
-		for (int p = 0; p < 4; p++)
-			bpf_program__set_autoload(progs[i][p], i == (int)v && (latency || p != 1));
+		for (int p = 0; p < 5; p++) {
+			bool on = i == (int)v && (latency || p != 1);
+
+			if (progs[i][p]) {
+				bpf_program__set_autoload(progs[i][p], on);
+				n += on;
+			}
+		}
+	return n;
 }
 
 static void *map_array(struct bpf_map *map, size_t n)
@@ -309,6 +328,7 @@ static int try_variant(struct virt_family *fam, enum variant v, char *why, size_
 	struct kvm_state *st = fam->priv;
 	bool latency = fam->opts[OPT_LATENCY].b;
 	struct kvm_bpf *skel = kvm_bpf__open();
+	unsigned int programs;
 	__u32 bits = 1;
 	int err;
 
@@ -323,7 +343,8 @@ static int try_variant(struct virt_family *fam, enum variant v, char *why, size_
 	bpf_map__set_max_entries(skel->maps.vcpus, 1U << bits);
 	bpf_map__set_max_entries(skel->maps.threads, 1U << bits);
 	bpf_map__set_max_entries(skel->maps.hcalls, (__u32)fam->opts[OPT_MAX_HCALLS].u);
-	set_variant(skel, v, latency);
+	bpf_map__set_max_entries(skel->maps.vms_gone, (__u32)fam->opts[OPT_MAX_VMS].u);
+	programs = set_variant(skel, v, latency);
 	err = kvm_bpf__load(skel);
 	if (err) {
 		snprintf(why, len, "load: %s", strerror(-err));
@@ -342,7 +363,7 @@ static int try_variant(struct virt_family *fam, enum variant v, char *why, size_
 		return -1;
 	}
 	st->skel = skel;
-	fam->programs = latency ? 4 : 3;
+	fam->programs = programs;
 	return 0;
 }
 
@@ -373,7 +394,14 @@ static int alloc_buffers(struct kvm_state *st, struct virt_family *fam)
 
 	if (fam->opts[OPT_MAX_HCALLS].u > max)
 		max = fam->opts[OPT_MAX_HCALLS].u;
-	return virt_bulk_alloc(&st->bulk, max, sizeof(uint64_t), sizeof(struct kvm_stats));
+	st->gone_tgid = calloc(fam->opts[OPT_MAX_VMS].u, sizeof(*st->gone_tgid));
+	st->gone = calloc(fam->opts[OPT_MAX_VMS].u, sizeof(*st->gone));
+	if (st->gone_tgid && st->gone &&
+	    virt_bulk_alloc(&st->bulk, max, sizeof(uint64_t), sizeof(struct kvm_stats)) == 0)
+		return 0;
+	free(st->gone_tgid);
+	free(st->gone);
+	return -1;
 }
 
 static void init_rows(struct kvm_state *st)
@@ -401,7 +429,7 @@ static void rebase_keyed(struct keyed_rows *t)
 		virt_row_rebase(&t->v[i]->row);
 }
 
-static void vcpus_forget(struct kvm_state *st);
+static void vcpus_forget(struct kvm_state *st, uint32_t max_vms);
 
 /* The BPF object goes; rows stay (instances keep their ids and counters
  * stay monotonic across e.g. rmmod/modprobe kvm_amd), VM rows too until
@@ -412,7 +440,7 @@ static void kvm_detach(struct virt_family *fam)
 
 	if (!st)
 		return;
-	vcpus_forget(st);
+	vcpus_forget(st, (uint32_t)fam->opts[OPT_MAX_VMS].u);
 	unmap_arrays(st);
 	kvm_bpf__destroy(st->skel);
 	st->skel = NULL;
@@ -568,9 +596,33 @@ static void rec_fold(struct kvm_state *st, struct vcpu_rec *r)
 	memset(r, 0, sizeof(*r));
 }
 
-/* The arrays go (detach): keep the VM rows, their counts in gone. */
-static void vcpus_forget(struct kvm_state *st)
+/* The kernel's vms_gone: counts of destroyed vCPUs per process. Entries
+ * read, or -errno. */
+static int read_gone(struct kvm_state *st, uint32_t max_vms)
 {
+	return virt_map_dump(bpf_map__fd(st->skel->maps.vms_gone), st->gone_tgid,
+			     sizeof(*st->gone_tgid), st->gone, sizeof(*st->gone), max_vms);
+}
+
+static void add_vm_stats(uint64_t *sum, const struct kvm_vm_stats *v)
+{
+	sum[W_COUNT] += v->exits;
+	sum[W_TIME] += v->exit_ns;
+	sum[W_UEXITS] += v->uexits;
+	sum[W_UTIME] += v->uexit_ns;
+}
+
+/* The arrays go (detach): keep the VM rows, their counts in gone. */
+static void vcpus_forget(struct kvm_state *st, uint32_t max_vms)
+{
+	int n = st->skel ? read_gone(st, max_vms) : 0;
+
+	for (int i = 0; i < n; i++) {
+		struct keyed *vm = vm_of(st, st->gone_tgid[i]);
+
+		if (vm)
+			add_vm_stats(vm->gone, &st->gone[i]);
+	}
 	for (size_t i = 0; st->recs && i < st->nvcpus; i++)
 		if (st->recs[i].tgid)
 			rec_fold(st, &st->recs[i]);
@@ -609,32 +661,35 @@ static void vcpu_free(struct kvm_state *st, size_t i)
 }
 
 /* A VM row for a live VMM process (at most max_vms; slots of more are
- * counted once as dropped). */
-static struct keyed *vm_row(struct kvm_state *st, struct vcpu_rec *r, size_t max_vms)
+ * counted once as dropped, through *dropped). */
+static struct keyed *vm_row(struct kvm_state *st, uint32_t tgid, bool *dropped, size_t max_vms)
 {
-	struct keyed *vm = vm_of(st, r->tgid);
+	struct keyed *vm = vm_of(st, tgid);
 	char name[VIRT_NAME_MAX];
 
-	if (vm || !pid_alive(r->tgid))
+	if (vm || !pid_alive(tgid))
 		return vm;
 	if (st->vms.n >= max_vms) {
-		st->vm_drops += !r->dropped;
-		r->dropped = true;
+		st->vm_drops += !*dropped;
+		*dropped = true;
 		return NULL;
 	}
-	vm_name(name, sizeof(name), r->tgid);
-	if (!keyed_add(&st->vms, r->tgid, virt_indom(VIRT_I_KVM_VM), PM_INDOM_NULL, name))
+	vm_name(name, sizeof(name), tgid);
+	if (!keyed_add(&st->vms, tgid, virt_indom(VIRT_I_KVM_VM), PM_INDOM_NULL, name))
 		return NULL;
-	vm = vm_of(st, r->tgid);
+	vm = vm_of(st, tgid);
 	vm->row.live = true;
 	return vm;
 }
 
-/* Per-VM rows: a VM's counts are those its freed slots left plus its live
- * slots'. Slots of exited VMMs are freed, so the arrays return to their
- * baseline after VMs come and go; exited VMMs leave the instance domain. */
-static void read_vms(struct kvm_state *st, struct virt_family *fam)
+/* Sum per VM: what the slots the agent freed left, what the kernel
+ * folded from destroyed vCPUs (vms_gone; entries of exited VMMs are
+ * deleted), and the live slots'. */
+static void sum_vms(struct kvm_state *st, struct virt_family *fam)
 {
+	uint32_t max_vms = (uint32_t)fam->opts[OPT_MAX_VMS].u;
+	int n;
+
 	for (size_t i = 0; i < st->vms.n; i++) {
 		st->vms.v[i]->row.live = pid_alive(st->vms.v[i]->key);
 		memcpy(st->vms.v[i]->sum, st->vms.v[i]->gone, sizeof(st->vms.v[i]->sum));
@@ -652,9 +707,40 @@ static void read_vms(struct kvm_state *st, struct virt_family *fam)
 			continue;
 		}
 		rec_take(&st->recs[i], v);
-		vm = vm_row(st, &st->recs[i], fam->opts[OPT_MAX_VMS].u);
+		vm = vm_row(st, tgid, &st->recs[i].dropped, max_vms);
 		for (size_t w = 0; vm && w < VM_WORDS; w++)
 			vm->sum[w] += st->recs[i].last[w];
+	}
+	n = read_gone(st, max_vms);
+	for (int i = 0; i < n; i++) {
+		bool dropped = true;	/* counted when its slots were live */
+		struct keyed *vm = vm_row(st, st->gone_tgid[i], &dropped, max_vms);
+
+		if (vm)
+			add_vm_stats(vm->sum, &st->gone[i]);
+		else if (!pid_alive(st->gone_tgid[i]))
+			bpf_map_delete_elem(bpf_map__fd(st->skel->maps.vms_gone), &st->gone_tgid[i]);
+	}
+}
+
+/* Per-VM rows: the sums, taken again while the kernel folded a slot
+ * meanwhile (folds are rare and short: a vCPU destroyed). Slots are freed
+ * as vCPUs and VMMs go, so the arrays return to their baseline after VMs
+ * come and go; exited VMMs leave the instance domain. */
+static void read_vms(struct kvm_state *st, struct virt_family *fam)
+{
+	const __u64 *begun = &st->skel->bss->folds_begun, *done = &st->skel->bss->folds_done;
+
+	for (int tries = 0; tries < 100; tries++) {
+		uint64_t d = __atomic_load_n(done, __ATOMIC_ACQUIRE);
+		uint64_t b = __atomic_load_n(begun, __ATOMIC_ACQUIRE);
+
+		if (b == d) {
+			sum_vms(st, fam);
+			if (__atomic_load_n(begun, __ATOMIC_ACQUIRE) == b)
+				break;
+		}
+		sched_yield();
 	}
 	for (size_t i = 0; i < st->vms.n;) {
 		struct keyed *vm = st->vms.v[i];
