@@ -714,12 +714,15 @@ static void sum_vms(struct kvm_state *st, struct virt_family *fam)
 	n = read_gone(st, max_vms);
 	for (int i = 0; i < n; i++) {
 		bool dropped = true;	/* counted when its slots were live */
-		struct keyed *vm = vm_row(st, st->gone_tgid[i], &dropped, max_vms);
+		struct keyed *vm;
 
+		if (!pid_alive(st->gone_tgid[i])) {	/* its row goes too */
+			bpf_map_delete_elem(bpf_map__fd(st->skel->maps.vms_gone), &st->gone_tgid[i]);
+			continue;
+		}
+		vm = vm_row(st, st->gone_tgid[i], &dropped, max_vms);
 		if (vm)
 			add_vm_stats(vm->sum, &st->gone[i]);
-		else if (!pid_alive(st->gone_tgid[i]))
-			bpf_map_delete_elem(bpf_map__fd(st->skel->maps.vms_gone), &st->gone_tgid[i]);
 	}
 }
 
