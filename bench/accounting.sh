@@ -11,15 +11,8 @@
 # Exit 0 when both hold, 1 otherwise.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
-b=$top/build
-N=${BENCH_EXITS:-20000} R=${BENCH_ROUNDS:-3}
-export PATH=$b/qa:$b/bench:$PATH
-modprobe kvm_amd || exit 77
-work=$(mktemp -d)
-kvmguest -q -c 1000 >/dev/null		# warm-up
-run_ns() { kvmguest -c "$N" | awk '$1 == "run_ns" {print $2}'; }
-pid=""
-. "$top/bench/lib.sh"
+R=${BENCH_ROUNDS:-3}
+. "$top/bench/kvmsetup.sh"
 start_cfg() { start_empty raw; }
 stop_cfg() { kill $pid 2>/dev/null; wait $pid 2>/dev/null; }
 

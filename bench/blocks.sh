@@ -6,13 +6,9 @@
 # every row, so compare with the "none" row, not with zero.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
-b=$top/build
-N=${BENCH_EXITS:-20000}
-export PATH=$b/qa:$b/bench:$PATH
-modprobe kvm_amd || exit 77
+. "$top/bench/kvmsetup.sh"
 sysctl -q -w kernel.bpf_stats_enabled=1
-kvmguest -q -c 1000 >/dev/null		# warm-up
-out=$(mktemp)
+out=$work/out
 echo "building blocks on kvm_entry (tp_btf), $N cpuid exits, clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
 printf '%-10s %10s %10s\n' block "ns/run" "-none"
 none=0
@@ -25,4 +21,4 @@ for blk in ${BENCH_BLOCKS:-none pidtgid ktime array hash lru task}; do
 	[ "$blk" = none ] && none=$ns
 	printf '%-10s %10s %10s\n' "$blk" "$ns" "$((ns - none))"
 done
-rm -f $out
+rm -rf $work

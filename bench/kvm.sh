@@ -9,17 +9,8 @@
 # and to bpftrace.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
-b=$top/build
-N=${BENCH_EXITS:-20000} P=${BENCH_PAIRS:-5}
-export PATH=$b/qa:$b/bench:$PATH
-modprobe kvm_amd || exit 77
-work=$(mktemp -d)
-kvmguest -q -c 1000 >/dev/null		# warm-up
-
-run_ns() { kvmguest -c "$N" | awk '$1 == "run_ns" {print $2}'; }
-
-pid=""
-. "$top/bench/lib.sh"
+P=${BENCH_PAIRS:-5}
+. "$top/bench/kvmsetup.sh"
 
 start_cfg()
 {

@@ -136,6 +136,7 @@
  * unexpected used ring contents; 77 /dev/vhost-net or /dev/net/tun missing.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -149,6 +150,7 @@
 #include <linux/virtio_ring.h>
 #include <net/if.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -217,6 +219,32 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Since Linux 6.4 the vhost worker is a thread of the owner, forked by
+ * VHOST_SET_OWNER (vhost_task_create(), kernel/vhost_task.c): it inherits
+ * our scheduling policy. Put it back on SCHED_OTHER so that a vhostdrv run
+ * under chrt leaves the worker a normal task, as the kthread it is on 6.1. */
+static void worker_to_sched_other(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char path[300], comm[32] = "";
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		if (!(f = fopen(path, "r")))
+			continue;
+		if (fgets(comm, sizeof(comm), f) && strncmp(comm, "vhost-", 6) == 0 &&
+		    sched_setscheduler(atoi(e->d_name), SCHED_OTHER, &(struct sched_param){0}) == 0)
+			info("vhost worker thread %s set to SCHED_OTHER", e->d_name);
+		fclose(f);
+	}
+	closedir(d);
 }
 
 static void sleep_us(unsigned long us)
@@ -486,6 +514,7 @@ int main(int argc, char **argv)
 
 	/* vhost-net */
 	xioctl(vh, VHOST_SET_OWNER, NULL, "VHOST_SET_OWNER");
+	worker_to_sched_other();
 	xioctl(vh, VHOST_GET_FEATURES, &features, "VHOST_GET_FEATURES");
 	acked = 0;
 	if (!legacy) {
