@@ -20,6 +20,10 @@ start_cfg()
 	limit_reason) start_empty kvmreason ;;
 	virt) start_agent kvm ;;
 	virt_counts) start_agent kvm "latency = false" ;;
+	# another build's agent (BENCH_BEFORE = its top directory), to compare
+	# a change with what it replaces in one boot
+	before) b=$BENCH_BEFORE/build start_agent kvm ;;
+	before_counts) b=$BENCH_BEFORE/build start_agent kvm "latency = false" ;;
 	bpftrace)
 		bpftrace "$top/bench/kvmexits.bt" > $work/out 2>&1 & pid=$!
 		wait_for $work/out Attaching 120 && sleep 1 ;;

@@ -85,6 +85,7 @@ measure()
 	done
 	start_checked $cfg || return 1
 	echo "$cfg programs: $(prog_names $cfg_ids)" >&2
+	echo "$cfg helper calls in each program's xlated code: $(prog_calls $cfg $cfg_ids)" >&2
 	prog=$(prog_per_event $n)
 	stop_cfg
 	echo "$cfg $(median < $work/$cfg) $(sort -n $work/$cfg | head -1) $(sort -n $work/$cfg | tail -1) $prog" >> $work/summary
@@ -120,6 +121,20 @@ start_checked()
 
 # prog_names IDS: "id:name" of each
 prog_names() { for id in "$@"; do bpftool prog show id "$id" | sed -n '1s/^\([0-9]*\): [a-z_]*  *name \([^ ]*\).*/\1:\2/p'; done | tr '\n' ' '; }
+
+# prog_calls CFG IDS: "name:calls" of each program (call instructions in
+# its xlated code, all paths; the dumps go to build/xlated/CFG-ID for
+# counting a path's)
+prog_calls()
+{
+	local cfg=$1 id d=$top/build/xlated
+	shift
+	mkdir -p $d
+	for id in "$@"; do
+		bpftool prog dump xlated id "$id" > $d/$cfg-$id 2>&1
+		echo "$(bpftool prog show id "$id" | sed -n '1s/.* name \([^ ]*\).*/\1/p'):$(grep -c ' call ' $d/$cfg-$id)"
+	done | tr '\n' ' '
+}
 
 # start_empty VARIANT: bench/emptyload's empty programs of that variant
 start_empty()

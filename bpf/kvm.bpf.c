@@ -9,6 +9,12 @@
  * exit reason is read from the vendor's vCPU struct through CO-RE (module
  * BTF of kvm_amd / kvm_intel), exactly what the tracepoint itself records via
  * svm_get_exit_info() / vmx_get_exit_info().
+ *
+ * Per-vCPU state and the per-reason stats live in plain arrays, whose
+ * lookups the verifier inlines (array_map_gen_lookup): on tp_btf an exit
+ * calls no helper but the clock and the vendor struct reads. A vCPU runs
+ * on one thread at a time (KVM_RUN holds vcpu->mutex), so its slot needs
+ * no atomics; the reason stats, shared by every vCPU, add atomically.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -62,19 +68,41 @@ struct trace_event_raw_kvm_userspace_exit___virt {
 	__u32 reason;
 } __attribute__((preserve_access_index));
 
-/* Keyed by thread id. A plain hash, not LRU: when max_vcpus threads are
- * tracked, a new thread's exits are dropped and counted (KVM_DROP_VCPU),
- * and no tracked thread loses what it counted. The agent deletes exited
- * threads (pmda/kvm.c), so the map returns to its baseline. */
+/* log2 of the entries of "vcpus" and "threads" (set by the agent) */
+const volatile __u32 slot_bits = 13;
+
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1 << 13);
 	__type(key, __u32);
-	__type(value, struct kvm_vcpu_track);
+	__type(value, struct kvm_vcpu_slot);
 } vcpus SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1 << 13);
+	__type(key, __u32);
+	__type(value, __u64);
+} threads SEC(".maps");
+
+/* Per VMM process (tgid): what the slots of its destroyed vCPUs counted
+ * (sized max_vms by the agent, which deletes exited processes' entries). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct kvm_vm_stats);
+} vms_gone SEC(".maps");
+
+/* Every fold of a slot into vms_gone is bracketed by these: the agent sums
+ * slots and vms_gone again when a fold ran meanwhile. */
+__u64 folds_begun, folds_done;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, KVM_SLOTS);
 	__type(key, __u32);
 	__type(value, struct kvm_stats);
@@ -109,6 +137,7 @@ struct {
 } drops SEC(".maps");
 
 static const struct kvm_stats zero_stats;
+static const struct kvm_vm_stats zero_vm;
 
 static __always_inline __u32 exit_slot(__u32 isa, __u32 code)
 {
@@ -122,7 +151,10 @@ static __always_inline __u32 exit_slot(__u32 isa, __u32 code)
 }
 
 /* What trace_kvm_exit() records as exit_reason: svm_get_exit_info() reads
- * svm->vmcb->control.exit_code, vmx_get_exit_info() vmx->exit_reason.full. */
+ * svm->vmcb->control.exit_code, vmx_get_exit_info() vmx->exit_reason.full.
+ * Both lie beyond struct kvm_vcpu, in types of the vendor module's BTF, so
+ * they are probe reads even on tp_btf (bpf_rdonly_cast takes vmlinux types
+ * only). */
 static __always_inline __u32 vendor_exit_code(void *vcpu, __u32 isa)
 {
 	if (isa == KVM_ISA_SVM && bpf_core_type_exists(struct vcpu_svm___virt)) {
@@ -136,25 +168,6 @@ static __always_inline __u32 vendor_exit_code(void *vcpu, __u32 isa)
 		return BPF_CORE_READ(vmx, exit_reason.full);
 	}
 	return 0xffffffffu;
-}
-
-static __always_inline struct kvm_stats *exit_stats(__u32 isa, __u32 code, __u32 slot)
-{
-	struct kvm_stats *s;
-	__u64 key;
-
-	if (slot != KVM_SLOT_OTHER)
-		return bpf_map_lookup_elem(&exits, &slot);
-	key = (__u64)isa << 32 | code;
-	s = bpf_map_lookup_elem(&exits_other, &key);
-	if (s)
-		return s;
-	if (bpf_map_update_elem(&exits_other, &key, &zero_stats, BPF_NOEXIST) &&
-	    !bpf_map_lookup_elem(&exits_other, &key)) {
-		VIRT_DROP(drops, KVM_DROP_OTHER);
-		return NULL;
-	}
-	return bpf_map_lookup_elem(&exits_other, &key);
 }
 
 static __always_inline void *lookup_or_init(void *map, const void *key, const void *zero,
@@ -171,156 +184,344 @@ static __always_inline void *lookup_or_init(void *map, const void *key, const vo
 	return v;
 }
 
+static __always_inline struct kvm_stats *exit_stats(__u32 isa, __u32 code, __u32 slot)
+{
+	__u64 key;
+
+	if (slot != KVM_SLOT_OTHER)
+		return bpf_map_lookup_elem(&exits, &slot);
+	key = (__u64)isa << 32 | code;
+	return lookup_or_init(&exits_other, &key, &zero_stats, KVM_DROP_OTHER);
+}
+
 static __always_inline void account(struct kvm_stats *s, __u64 ns)
 {
 	__u32 b = virt_log2_bucket(ns);
 
-	s->count++;
-	s->time_ns += ns;
+	__sync_fetch_and_add(&s->count, 1);
+	__sync_fetch_and_add(&s->time_ns, ns);
 	if (b < VIRT_HIST_BUCKETS)
-		s->hist[b]++;
+		__sync_fetch_and_add(&s->hist[b], 1);
 }
 
-/* The calling thread's entry, created on first sight; a thread id reused
- * by another process starts afresh (its old counts were the agent's). */
-static __always_inline struct kvm_vcpu_track *track(void)
+/* ------------------------------------------------------------ vCPU slots */
+
+/* First place of an identity's probe (Fibonacci hashing of its low 32
+ * bits). A 32-bit move is the one ALU operation the verifier lets a
+ * privileged program apply to a BTF pointer (check_alu_op: the result is a
+ * scalar); it refuses shifts and multiplies of the pointer itself. */
+static __always_inline __u32 home(__u64 ident)
+{
+	__u32 lo;
+
+	asm volatile("%[lo] = %[id]" : [lo] "=w"(lo) : [id] "w"(ident));
+	return (lo * 0x9E3779B1u) >> (32 - slot_bits);
+}
+
+static __always_inline __u32 probe_key(__u32 h, __u32 i)
+{
+	return (h + i) & ((1u << slot_bits) - 1);
+}
+
+static __always_inline struct kvm_vcpu_slot *find_vcpu(__u64 ident, __u32 *idx)
+{
+	__u32 h = home(ident);
+
+	for (__u32 i = 0; i < KVM_PROBE; i++) {
+		__u32 k = probe_key(h, i);
+		struct kvm_vcpu_slot *s = bpf_map_lookup_elem(&vcpus, &k);
+
+		if (s && s->ident == ident) {
+			*idx = k;
+			return s;
+		}
+	}
+	return NULL;
+}
+
+static __always_inline struct kvm_vcpu_slot *claim_vcpu(__u64 ident, __u32 *idx)
+{
+	__u32 h = home(ident);
+
+	for (__u32 i = 0; i < KVM_PROBE; i++) {
+		__u32 k = probe_key(h, i);
+		struct kvm_vcpu_slot *s = bpf_map_lookup_elem(&vcpus, &k);
+
+		if (s && !s->ident && !__sync_val_compare_and_swap(&s->ident, 0, ident)) {
+			*idx = k;
+			return s;
+		}
+	}
+	VIRT_DROP(drops, KVM_DROP_VCPU);
+	return NULL;
+}
+
+/* Point the thread's entry of "threads" at its vCPU's slot. */
+static __always_inline void index_thread(__u32 tid, __u32 idx)
+{
+	__u64 want = KVM_THREAD(tid, idx);
+	__u32 h = home(tid);
+
+	for (__u32 i = 0; i < KVM_PROBE; i++) {
+		__u32 k = probe_key(h, i);
+		__u64 *t = bpf_map_lookup_elem(&threads, &k);
+		__u64 cur;
+
+		if (!t)
+			continue;
+		cur = *t;
+		if ((!cur || KVM_THREAD_TID(cur) == tid) &&
+		    __sync_val_compare_and_swap(t, cur, want) == cur)
+			return;
+	}
+	VIRT_DROP(drops, KVM_DROP_VCPU);
+}
+
+/* The slot of the vCPU the calling thread runs (hypercall, userspace exit). */
+static __always_inline struct kvm_vcpu_slot *thread_vcpu(void)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u32 h = home(tid);
+
+	for (__u32 i = 0; i < KVM_PROBE; i++) {
+		__u32 k = probe_key(h, i);
+		__u64 *t = bpf_map_lookup_elem(&threads, &k);
+
+		if (t && KVM_THREAD_TID(*t) == tid) {
+			__u32 v = KVM_THREAD_VCPU(*t);
+			struct kvm_vcpu_slot *s = bpf_map_lookup_elem(&vcpus, &v);
+
+			return s && s->tid == tid && s->ident > KVM_VCPU_RETIRED ? s : NULL;
+		}
+	}
+	return NULL;
+}
+
+/* A new slot, or its vCPU ran on another thread since (owner changed): take
+ * the thread and its process. A vCPU of another process at this address is
+ * a new VMM's (the old one's struct was freed): the slot keeps the old VM's
+ * counts for the agent, and the vCPU gets a slot of its own. */
+static __always_inline struct kvm_vcpu_slot *adopt(struct kvm_vcpu_slot *s, __u32 idx,
+						    __u64 ident, __u64 owner)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id, tgid = id >> 32;
-	struct kvm_vcpu_track *st = bpf_map_lookup_elem(&vcpus, &tid);
+	__u32 tgid = id >> 32;
 
-	if (st && st->tgid == tgid)
-		return st;
-	struct kvm_vcpu_track fresh = { .tgid = tgid };
-
-	bpf_map_update_elem(&vcpus, &tid, &fresh, BPF_ANY);
-	st = bpf_map_lookup_elem(&vcpus, &tid);
-	if (!st)
-		VIRT_DROP(drops, KVM_DROP_VCPU);
-	return st;
+	if (s->tgid && s->tgid != tgid) {
+		s->ident = KVM_VCPU_RETIRED;
+		s = claim_vcpu(ident, &idx);
+		if (!s)
+			return NULL;
+	}
+	s->tid = (__u32)id;
+	s->tgid = tgid;
+	s->owner = owner;
+	index_thread((__u32)id, idx);
+	return s;
 }
 
-static __always_inline int on_exit(__u64 vcpu, __u32 isa, __u32 code)
+static __always_inline struct kvm_vcpu_slot *vcpu_slot(__u64 ident, __u64 owner)
+{
+	struct kvm_vcpu_slot *s;
+	__u32 idx = 0;
+
+	s = find_vcpu(ident, &idx);
+	if (!s && !(s = claim_vcpu(ident, &idx)))
+		return NULL;
+	if (s->owner != owner)
+		s = adopt(s, idx, ident, owner);
+	return s;
+}
+
+/* -------------------------------------------------------------- handlers */
+
+static __always_inline int on_exit(__u64 ident, __u64 owner, __u32 isa, __u32 code)
 {
 	__u32 slot = exit_slot(isa, code);
-	struct kvm_vcpu_track *st;
+	struct kvm_vcpu_slot *s;
 
-	if (!latency) {		/* the reason counts even if the thread can't be tracked */
-		struct kvm_stats *s = exit_stats(isa, code, slot);
+	if (!latency) {		/* the reason counts even if the vCPU can't be tracked */
+		struct kvm_stats *st = exit_stats(isa, code, slot);
 
-		if (s)
-			s->count++;
-		st = track();
 		if (st)
-			st->vm.exits++;
+			__sync_fetch_and_add(&st->count, 1);
+		s = vcpu_slot(ident, owner);
+		if (s)
+			s->vm.exits++;
 		return 0;
 	}
-	st = track();
-	if (!st)
+	s = vcpu_slot(ident, owner);
+	if (!s)
 		return 0;
-	st->exit_ts = bpf_ktime_get_ns();
-	st->uexit_ts = 0;
-	st->vcpu = vcpu;
-	st->slot = slot;
-	st->code = code;
-	st->isa = isa;
-	st->hcall = 0;
+	s->exit_ts = bpf_ktime_get_ns();
+	s->uexit_ts = 0;
+	s->slot = slot;
+	s->code = code;
+	s->isa = isa;
+	s->hcall = 0;
 	return 0;
 }
 
 static __always_inline int on_hypercall(__u64 nr)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct kvm_vcpu_track *st;
+	struct kvm_vcpu_slot *s;
 
 	if (!latency) {
-		struct kvm_stats *s = lookup_or_init(&hcalls, &nr, &zero_stats, KVM_DROP_HCALL);
+		struct kvm_stats *st = lookup_or_init(&hcalls, &nr, &zero_stats, KVM_DROP_HCALL);
 
-		if (s)
-			s->count++;
+		if (st)
+			st->count++;
 		return 0;
 	}
-	st = bpf_map_lookup_elem(&vcpus, &tid);
-	if (st && st->exit_ts) {
-		st->hcall = 1;
-		st->hcall_nr = nr;
+	s = thread_vcpu();
+	if (!s) {
+		VIRT_DROP(drops, KVM_DROP_VCPU);	/* an untracked vCPU, or no thread entry */
+	} else if (s->exit_ts) {
+		s->hcall = 1;
+		s->hcall_nr = nr;
 	}
 	return 0;
 }
 
 static __always_inline int on_userspace_exit(__u32 reason)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct kvm_vcpu_track *st = bpf_map_lookup_elem(&vcpus, &tid);
+	struct kvm_vcpu_slot *s = thread_vcpu();
 
 	if (!latency) {
-		struct kvm_stats *s = bpf_map_lookup_elem(&uexits, &reason);
+		struct kvm_stats *st = bpf_map_lookup_elem(&uexits, &reason);
 
-		if (!s) {
+		if (!st) {
 			VIRT_DROP(drops, KVM_DROP_UEXIT);
 			return 0;
 		}
-		s->count++;
-		if (st)
-			st->vm.uexits++;
+		st->count++;
+		if (s)
+			s->vm.uexits++;
+		else
+			VIRT_DROP(drops, KVM_DROP_VCPU);
 		return 0;
 	}
-	if (st && st->exit_ts) {
-		st->uexit_ts = bpf_ktime_get_ns();
-		st->ureason = reason;
+	if (!s) {
+		VIRT_DROP(drops, KVM_DROP_VCPU);	/* an untracked vCPU, or no thread entry */
+	} else if (s->exit_ts) {
+		s->uexit_ts = bpf_ktime_get_ns();
+		s->ureason = reason;
 	}
 	return 0;
 }
 
-static __always_inline int on_entry(__u64 vcpu)
+static __always_inline int on_entry(__u64 ident)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct kvm_vcpu_track *st = bpf_map_lookup_elem(&vcpus, &tid);
-	struct kvm_stats *s;
+	struct kvm_vcpu_slot *s;
+	struct kvm_stats *st;
+	__u32 idx;
 	__u64 now, ns;
 
-	if (!st || !st->exit_ts || st->vcpu != vcpu)
-		return 0;	/* first entry, or a stale thread id */
+	s = find_vcpu(ident, &idx);
+	if (!s || !s->exit_ts)
+		return 0;	/* first entry, or not tracked */
 	now = bpf_ktime_get_ns();
-	ns = now - st->exit_ts;
-	st->exit_ts = 0;
+	ns = now - s->exit_ts;
+	s->exit_ts = 0;
 
-	s = exit_stats(st->isa, st->code, st->slot);
-	if (s)
-		account(s, ns);
-	if (st->hcall) {
-		__u64 nr = st->hcall_nr;
+	st = exit_stats(s->isa, s->code, s->slot);
+	if (st)
+		account(st, ns);
+	if (s->hcall) {
+		__u64 nr = s->hcall_nr;
 
-		s = lookup_or_init(&hcalls, &nr, &zero_stats, KVM_DROP_HCALL);
-		if (s)
-			account(s, ns);
+		st = lookup_or_init(&hcalls, &nr, &zero_stats, KVM_DROP_HCALL);
+		if (st)
+			account(st, ns);
 	}
-	st->vm.exits++;
-	st->vm.exit_ns += ns;
-	if (st->uexit_ts) {
-		__u64 uns = now - st->uexit_ts;
-		__u32 reason = st->ureason;
+	s->vm.exits++;
+	s->vm.exit_ns += ns;
+	if (s->uexit_ts) {
+		__u64 uns = now - s->uexit_ts;
+		__u32 reason = s->ureason;
 
-		s = bpf_map_lookup_elem(&uexits, &reason);
-		if (s)
-			account(s, uns);
+		st = bpf_map_lookup_elem(&uexits, &reason);
+		if (st)
+			account(st, uns);
 		else
 			VIRT_DROP(drops, KVM_DROP_UEXIT);
-		st->vm.uexits++;
-		st->vm.uexit_ns += uns;
+		s->vm.uexits++;
+		s->vm.uexit_ns += uns;
 	}
 	return 0;
 }
 
-/* tp_btf: BTF-typed raw tracepoints, the cheapest way in. */
-/* Linux 6.12's verifier types these arguments trusted_ptr_or_null_: a
- * program that does not check for NULL is refused (-EACCES) */
+/* Free the thread's index entry that points at slot idx. */
+static __always_inline void unindex_thread(__u32 tid, __u32 idx)
+{
+	__u64 cur = KVM_THREAD(tid, idx);
+	__u32 h = home(tid);
+
+	for (__u32 i = 0; i < KVM_PROBE; i++) {
+		__u32 k = probe_key(h, i);
+		__u64 *t = bpf_map_lookup_elem(&threads, &k);
+
+		if (t && *t == cur) {
+			__sync_val_compare_and_swap(t, cur, 0);
+			return;
+		}
+	}
+}
+
+/* A vCPU is destroyed (kvm_arch_vcpu_destroy(), from kvm_destroy_vcpus()
+ * or a failed KVM_CREATE_VCPU): its slot's counts go to its process's
+ * entry of vms_gone and the slot is freed at once, so VMs that come and go
+ * inside one VMM, or VMMs that come and go between two refreshes, need no
+ * slots beyond their live vCPUs'. The slot's ident is cleared last: a claim
+ * finds the rest zeroed. */
+static __always_inline int on_vcpu_destroy(__u64 ident)
+{
+	struct kvm_vcpu_slot *s;
+	struct kvm_vm_stats *g;
+	__u32 idx = 0, tgid;
+
+	s = find_vcpu(ident, &idx);
+	if (!s)
+		return 0;
+	__sync_fetch_and_add(&folds_begun, 1);
+	tgid = s->tgid;
+	if (tgid && (g = lookup_or_init(&vms_gone, &tgid, &zero_vm, KVM_DROP_VM))) {
+		__sync_fetch_and_add(&g->exits, s->vm.exits);
+		__sync_fetch_and_add(&g->exit_ns, s->vm.exit_ns);
+		__sync_fetch_and_add(&g->uexits, s->vm.uexits);
+		__sync_fetch_and_add(&g->uexit_ns, s->vm.uexit_ns);
+	}
+	if (s->tid)
+		unindex_thread(s->tid, idx);
+	__builtin_memset((char *)s + sizeof(s->ident), 0, sizeof(*s) - sizeof(s->ident));
+	asm volatile("" ::: "memory");
+	s->ident = 0;
+	__sync_fetch_and_add(&folds_done, 1);
+	return 0;
+}
+
+SEC("fentry/kvm_arch_vcpu_destroy")
+int BPF_PROG(virt_kvm_btf_destroy, struct kvm_vcpu *vcpu)
+{
+	return on_vcpu_destroy((__u64)vcpu);
+}
+
+SEC("kprobe/kvm_arch_vcpu_destroy")
+int BPF_KPROBE(virt_kvm_raw_destroy, void *vcpu)
+{
+	return on_vcpu_destroy((__u64)vcpu);
+}
+
+/* tp_btf: BTF-typed raw tracepoints, the cheapest way in. The vCPU's
+ * thread is checked by a direct load of vcpu->pid (kvm_vcpu_ioctl() sets it
+ * when another thread runs KVM_RUN), no helper call. Linux 6.12 types the
+ * argument as maybe-NULL: it is checked before use. */
 SEC("tp_btf/kvm_exit")
 int BPF_PROG(virt_kvm_btf_exit, struct kvm_vcpu *vcpu, __u32 isa)
 {
 	if (!vcpu)
 		return 0;
-	return on_exit((__u64)vcpu, isa, vendor_exit_code(vcpu, isa));
+	return on_exit((__u64)vcpu, (__u64)vcpu->pid, isa, vendor_exit_code(vcpu, isa));
 }
 
 SEC("tp_btf/kvm_entry")
@@ -343,11 +544,11 @@ int BPF_PROG(virt_kvm_btf_userspace_exit, __u32 reason)
 	return on_userspace_exit(reason);
 }
 
-/* raw_tp: same arguments, untyped. */
+/* raw_tp: same arguments, untyped; the thread is checked by its id. */
 SEC("raw_tp/kvm_exit")
 int BPF_PROG(virt_kvm_raw_exit, void *vcpu, __u32 isa)
 {
-	return on_exit((__u64)vcpu, isa, vendor_exit_code(vcpu, isa));
+	return on_exit((__u64)vcpu, bpf_get_current_pid_tgid(), isa, vendor_exit_code(vcpu, isa));
 }
 
 SEC("raw_tp/kvm_entry")
@@ -368,17 +569,20 @@ int BPF_PROG(virt_kvm_raw_userspace_exit, __u32 reason)
 	return on_userspace_exit(reason);
 }
 
-/* Classic tracepoints: the record the kernel formatted; identity is vcpu_id. */
+/* Classic tracepoints: the record the kernel formatted, without the vCPU
+ * pointer (vcpu_id repeats across VMs): the identity is the thread. */
 SEC("tracepoint/kvm/kvm_exit")
 int virt_kvm_tp_exit(struct trace_event_raw_kvm_exit___virt *ctx)
 {
-	return on_exit(ctx->vcpu_id, ctx->isa, ctx->exit_reason);
+	__u64 id = bpf_get_current_pid_tgid();
+
+	return on_exit(id, id, ctx->isa, ctx->exit_reason);
 }
 
 SEC("tracepoint/kvm/kvm_entry")
 int virt_kvm_tp_entry(struct trace_event_raw_kvm_entry___virt *ctx)
 {
-	return on_entry(ctx->vcpu_id);
+	return on_entry(bpf_get_current_pid_tgid());
 }
 
 SEC("tracepoint/kvm/kvm_hypercall")

@@ -34,29 +34,48 @@ struct kvm_vm_stats {
 	__u64 uexit_ns;
 };
 
-/* Per vCPU thread (the "vcpus" hash, keyed by thread id): where the
- * thread is between kvm_exit and the next kvm_entry, and its share of its
- * VM's counters. Per-VM numbers are summed by tgid in the agent, so the
- * per-exit programs touch one per-thread entry instead of a per-VM hash. */
-struct kvm_vcpu_track {
+/* One slot per vCPU in the "vcpus" array, at the first of KVM_PROBE
+ * places from the hash of its identity: the struct kvm_vcpu * (tp_btf,
+ * raw_tp) or its thread's pid_tgid (classic tracepoint). The BPF side
+ * claims a free slot (ident 0) with a compare-and-swap and retires one
+ * (KVM_VCPU_RETIRED) when a new VMM's vCPU turns up at a dead one's
+ * address; the agent folds a retired slot's or a dead VMM's counts into
+ * its VM and frees the slot (ident written last). Where the destroy hook
+ * attaches (tp_btf: fentry, raw_tp: kprobe), a destroyed vCPU's slot is
+ * folded into "vms_gone" and freed by the BPF side at once. */
+#define KVM_PROBE		8
+#define KVM_VCPU_RETIRED	1
+
+struct kvm_vcpu_slot {
+	__u64 ident;		/* 0: free */
+	__u64 owner;		/* tp_btf: vcpu->pid; else pid_tgid: thread last seen */
 	__u64 exit_ts;		/* 0: not inside an exit */
 	__u64 uexit_ts;		/* 0: this exit did not go to the VMM */
-	__u64 vcpu;		/* identity: vcpu pointer (or vcpu_id) */
 	__u64 hcall_nr;
+	__u32 tgid;		/* the VMM process (0: not known yet) */
+	__u32 tid;		/* the thread running the vCPU */
 	__u32 slot;
 	__u32 code;
 	__u32 isa;
 	__u32 ureason;
 	__u32 hcall;		/* this exit was a hypercall */
-	__u32 tgid;		/* the VMM process */
+	__u32 pad;
 	struct kvm_vm_stats vm;
 };
 
+/* The "threads" array: vCPU thread id -> its vCPU's slot, for the
+ * hypercall and userspace-exit tracepoints (they carry no vCPU); same
+ * probing, keyed by tid. One word, so that the BPF side and the agent
+ * change an entry with one compare-and-swap: 0 is free. */
+#define KVM_THREAD(tid, vcpu)	((__u64)(vcpu) << 32 | (__u32)(tid))
+#define KVM_THREAD_TID(t)	((__u32)(t))
+#define KVM_THREAD_VCPU(t)	((__u32)((t) >> 32))
+
 enum kvm_drop {
-	KVM_DROP_VCPU,		/* vcpus map could not take a new thread */
+	KVM_DROP_VCPU,		/* an event of a vCPU without a slot (or thread entry) */
 	KVM_DROP_OTHER,		/* exits_other full */
 	KVM_DROP_HCALL,		/* hcalls full */
-	KVM_DROP_VM,		/* more VMM processes than max_vms (agent side) */
+	KVM_DROP_VM,		/* more VMM processes than max_vms (vms_gone full) */
 	KVM_DROP_UEXIT,		/* KVM_EXIT_* code >= KVM_UEXIT_REASONS */
 	KVM_DROPS
 };

@@ -19,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sched.h>
 #include <time.h>
 
 enum kvm_opt { OPT_LATENCY, OPT_MAX_VCPUS, OPT_MAX_VMS, OPT_MAX_HCALLS, NOPTS };
@@ -28,7 +30,7 @@ static const struct virt_option kvm_options[NOPTS] = {
 	[OPT_LATENCY] = { "latency", VIRT_OPT_BOOL, 0, 0, "true",
 		"exit->entry latency histograms; false = counts only (cheaper)" },
 	[OPT_MAX_VCPUS] = { "max_vcpus", VIRT_OPT_UINT, 16, 1u << 20, "4096",
-		"vCPU threads tracked (exit->entry pairing, per-VM counts); exits of more are counted as dropped" },
+		"vCPUs tracked (exit->entry pairing, per-VM counts), in a table of twice as many slots; exits of a vCPU that finds no slot are counted as dropped" },
 	[OPT_MAX_VMS] = { "max_vms", VIRT_OPT_UINT, 1, 65536, "1024",
 		"VMM processes with per-VM rows; threads of more are counted as dropped" },
 	[OPT_MAX_HCALLS] = { "max_hypercalls", VIRT_OPT_UINT, 1, 65536, "256",
@@ -45,19 +47,20 @@ struct keyed_rows {
 	struct keyed {
 		uint64_t key;
 		struct virt_row row;
-		uint64_t gone[VM_WORDS];	/* VM rows: counts of its threads that are gone */
+		uint64_t gone[VM_WORDS];	/* VM rows: counts of its vCPU slots that are gone */
+		uint64_t sum[VM_WORDS];		/* VM rows: this refresh's total */
 	} **v;
 	size_t n, cap;
 	uint32_t *slot;			/* open-addressing index: v[] position + 1, 0 empty */
 	size_t nslot;			/* a power of two, > 2 * n */
 };
 
-/* A vCPU thread seen in the vcpus map: its share of its VM's counters. */
-struct vcpu_thread {
-	uint32_t tid, tgid;
-	uint64_t last[VM_WORDS];
-	bool live;			/* in this refresh's dump */
+/* What the agent last took from a slot of the vcpus array: its share of
+ * its VM's counters. */
+struct vcpu_rec {
+	uint32_t tgid;			/* 0: nothing taken */
 	bool dropped;			/* counted once in vm_drops (max_vms) */
+	uint64_t last[VM_WORDS];
 };
 
 struct kvm_state {
@@ -65,12 +68,17 @@ struct kvm_state {
 	struct virt_row slots[KVM_SLOTS];
 	struct virt_row uexit[KVM_UEXIT_REASONS];
 	struct keyed_rows other, hcalls, vms;
-	struct vcpu_thread *threads;
-	size_t nthreads, capthreads;
-	uint32_t *dead;			/* thread ids to delete from vcpus, max_vcpus */
+	/* the BPF arrays, mmap'ed: read in place, no bpf() call */
+	struct kvm_vcpu_slot *vcpus;
+	uint64_t *threads;
+	struct kvm_stats *exits;
+	size_t nvcpus;			/* entries of vcpus and of threads */
+	struct vcpu_rec *recs;		/* one per vcpus entry */
+	/* a read of vms_gone (max_vms entries) */
+	uint32_t *gone_tgid;
+	struct kvm_vm_stats *gone;
 	uint64_t vm_drops;
 	struct virt_bulk bulk;		/* bulk-read buffers, sized for the largest map */
-	time_t last_sweep;
 };
 
 /* ------------------------------------------------------------- names */
@@ -210,20 +218,71 @@ static bool kvm_ready(struct virt_family *fam)
 
 enum variant { V_BTF, V_RAW, V_TP };
 
-static void set_variant(struct kvm_bpf *skel, enum variant v, bool latency)
+/* The variant's programs; the vCPU destroy hook (fentry with tp_btf,
+ * kprobe with raw_tp) frees slots in the kernel. The classic tracepoints
+ * key slots by thread, not vCPU: the agent frees them when the VMM exits.
+ * Returns how many programs load. */
+static unsigned int set_variant(struct kvm_bpf *skel, enum variant v, bool latency)
 {
-	struct bpf_program *progs[3][4] = {
+	struct bpf_program *progs[3][5] = {
 		{ skel->progs.virt_kvm_btf_exit, skel->progs.virt_kvm_btf_entry,
-		  skel->progs.virt_kvm_btf_hypercall, skel->progs.virt_kvm_btf_userspace_exit },
+		  skel->progs.virt_kvm_btf_hypercall, skel->progs.virt_kvm_btf_userspace_exit,
+		  skel->progs.virt_kvm_btf_destroy },
 		{ skel->progs.virt_kvm_raw_exit, skel->progs.virt_kvm_raw_entry,
-		  skel->progs.virt_kvm_raw_hypercall, skel->progs.virt_kvm_raw_userspace_exit },
+		  skel->progs.virt_kvm_raw_hypercall, skel->progs.virt_kvm_raw_userspace_exit,
+		  skel->progs.virt_kvm_raw_destroy },
 		{ skel->progs.virt_kvm_tp_exit, skel->progs.virt_kvm_tp_entry,
-		  skel->progs.virt_kvm_tp_hypercall, skel->progs.virt_kvm_tp_userspace_exit },
+		  skel->progs.virt_kvm_tp_hypercall, skel->progs.virt_kvm_tp_userspace_exit,
+		  NULL },
 	};
+	unsigned int n = 0;
 
 	for (int i = 0; i < 3; i++)
-		for (int p = 0; p < 4; p++)
-			bpf_program__set_autoload(progs[i][p], i == (int)v && (latency || p != 1));
+		for (int p = 0; p < 5; p++) {
+			bool on = i == (int)v && (latency || p != 1);
+
+			if (progs[i][p]) {
+				bpf_program__set_autoload(progs[i][p], on);
+				n += on;
+			}
+		}
+	return n;
+}
+
+static void *map_array(struct bpf_map *map, size_t n)
+{
+	void *p = mmap(NULL, n * bpf_map__value_size(map), PROT_READ | PROT_WRITE, MAP_SHARED,
+		       bpf_map__fd(map), 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void unmap_arrays(struct kvm_state *st)
+{
+	if (st->vcpus)
+		munmap(st->vcpus, st->nvcpus * sizeof(*st->vcpus));
+	if (st->threads)
+		munmap(st->threads, st->nvcpus * sizeof(*st->threads));
+	if (st->exits)
+		munmap(st->exits, KVM_SLOTS * sizeof(*st->exits));
+	free(st->recs);
+	st->vcpus = NULL;
+	st->threads = NULL;
+	st->exits = NULL;
+	st->recs = NULL;
+}
+
+static int map_arrays(struct kvm_state *st, struct kvm_bpf *skel, size_t nvcpus)
+{
+	st->nvcpus = nvcpus;
+	st->vcpus = map_array(skel->maps.vcpus, nvcpus);
+	st->threads = map_array(skel->maps.threads, nvcpus);
+	st->exits = map_array(skel->maps.exits, KVM_SLOTS);
+	st->recs = calloc(nvcpus, sizeof(*st->recs));
+	if (st->vcpus && st->threads && st->exits && st->recs)
+		return 0;
+	unmap_arrays(st);
+	return -1;
 }
 
 static int try_variant(struct virt_family *fam, enum variant v, char *why, size_t len)
@@ -231,16 +290,23 @@ static int try_variant(struct virt_family *fam, enum variant v, char *why, size_
 	struct kvm_state *st = fam->priv;
 	bool latency = fam->opts[OPT_LATENCY].b;
 	struct kvm_bpf *skel = kvm_bpf__open();
+	unsigned int programs;
+	__u32 bits = 1;
 	int err;
 
 	if (!skel) {
 		snprintf(why, len, "open: %s", strerror(errno));
 		return -1;
 	}
+	while ((1ULL << bits) < 2 * fam->opts[OPT_MAX_VCPUS].u)
+		bits++;
 	skel->rodata->latency = latency;
-	bpf_map__set_max_entries(skel->maps.vcpus, (__u32)fam->opts[OPT_MAX_VCPUS].u);
+	skel->rodata->slot_bits = bits;
+	bpf_map__set_max_entries(skel->maps.vcpus, 1U << bits);
+	bpf_map__set_max_entries(skel->maps.threads, 1U << bits);
 	bpf_map__set_max_entries(skel->maps.hcalls, (__u32)fam->opts[OPT_MAX_HCALLS].u);
-	set_variant(skel, v, latency);
+	bpf_map__set_max_entries(skel->maps.vms_gone, (__u32)fam->opts[OPT_MAX_VMS].u);
+	programs = set_variant(skel, v, latency);
 	err = kvm_bpf__load(skel);
 	if (err) {
 		snprintf(why, len, "load: %s", strerror(-err));
@@ -253,8 +319,13 @@ static int try_variant(struct virt_family *fam, enum variant v, char *why, size_
 		kvm_bpf__destroy(skel);
 		return -1;
 	}
+	if (map_arrays(st, skel, 1U << bits) < 0) {
+		snprintf(why, len, "mmap: %s", strerror(errno));
+		kvm_bpf__destroy(skel);
+		return -1;
+	}
 	st->skel = skel;
-	fam->programs = latency ? 4 : 3;
+	fam->programs = programs;
 	return 0;
 }
 
@@ -283,10 +354,16 @@ static int alloc_buffers(struct kvm_state *st, struct virt_family *fam)
 {
 	size_t max = KVM_SLOTS;
 
-	for (int o = OPT_MAX_VCPUS; o <= OPT_MAX_HCALLS; o++)
-		if (fam->opts[o].u > max)
-			max = fam->opts[o].u;
-	return virt_bulk_alloc(&st->bulk, max, sizeof(uint64_t), sizeof(struct kvm_stats));
+	if (fam->opts[OPT_MAX_HCALLS].u > max)
+		max = fam->opts[OPT_MAX_HCALLS].u;
+	st->gone_tgid = calloc(fam->opts[OPT_MAX_VMS].u, sizeof(*st->gone_tgid));
+	st->gone = calloc(fam->opts[OPT_MAX_VMS].u, sizeof(*st->gone));
+	if (st->gone_tgid && st->gone &&
+	    virt_bulk_alloc(&st->bulk, max, sizeof(uint64_t), sizeof(struct kvm_stats)) == 0)
+		return 0;
+	free(st->gone_tgid);
+	free(st->gone);
+	return -1;
 }
 
 static void init_rows(struct kvm_state *st)
@@ -314,7 +391,7 @@ static void rebase_keyed(struct keyed_rows *t)
 		virt_row_rebase(&t->v[i]->row);
 }
 
-static void threads_forget(struct kvm_state *st);
+static void vcpus_forget(struct kvm_state *st, uint32_t max_vms);
 
 /* The BPF object goes; rows stay (instances keep their ids and counters
  * stay monotonic across e.g. rmmod/modprobe kvm_amd), VM rows too until
@@ -325,6 +402,8 @@ static void kvm_detach(struct virt_family *fam)
 
 	if (!st)
 		return;
+	vcpus_forget(st, (uint32_t)fam->opts[OPT_MAX_VMS].u);
+	unmap_arrays(st);
 	kvm_bpf__destroy(st->skel);
 	st->skel = NULL;
 	for (unsigned int s = 0; s < KVM_SLOTS; s++)
@@ -333,7 +412,6 @@ static void kvm_detach(struct virt_family *fam)
 		virt_row_rebase(&st->uexit[r]);
 	rebase_keyed(&st->other);
 	rebase_keyed(&st->hcalls);
-	threads_forget(st);
 }
 
 static int kvm_attach(struct virt_family *fam)
@@ -344,9 +422,7 @@ static int kvm_attach(struct virt_family *fam)
 		st = calloc(1, sizeof(*st));
 		if (!st)
 			return -ENOMEM;
-		st->dead = calloc(fam->opts[OPT_MAX_VCPUS].u, sizeof(*st->dead));
-		if (!st->dead || alloc_buffers(st, fam) < 0) {
-			free(st->dead);
+		if (alloc_buffers(st, fam) < 0) {
 			free(st);
 			return -ENOMEM;
 		}
@@ -367,6 +443,22 @@ static void take_stats(struct virt_row *r, const struct kvm_state *st, int i)
 
 	virt_row_set(r, sum, 2, &sum[2]);
 	virt_row_expose(r, false);
+}
+
+/* The reason rows from the shared exits array, read in place. */
+static void read_exits(struct kvm_state *st)
+{
+	for (unsigned int k = 0; k < KVM_SLOTS; k++) {
+		const volatile struct kvm_stats *e = &st->exits[k];
+		uint64_t v[STATS_WORDS];
+
+		v[0] = e->count;
+		v[1] = e->time_ns;
+		for (unsigned int b = 0; b < VIRT_HIST_BUCKETS; b++)
+			v[2 + b] = e->hist[b];
+		virt_row_set(&st->slots[k], v, 2, &v[2]);
+		virt_row_expose(&st->slots[k], false);
+	}
 }
 
 static int read_array(struct kvm_state *st, struct bpf_map *map, struct virt_row *rows,
@@ -442,169 +534,190 @@ static void vm_name(char *buf, size_t len, uint32_t pid)
 	snprintf(buf, len, "%u %s", pid, clean);
 }
 
-/* ------------------------------------------------ per-VM from threads */
+/* ------------------------------------------------- per-VM from slots */
 
 static struct keyed *vm_of(struct kvm_state *st, uint32_t tgid)
 {
 	return keyed_lookup(&st->vms, tgid);
 }
 
-/* A thread's counts stay with its VM when the thread goes. */
-static void thread_fold(struct kvm_state *st, struct vcpu_thread *t)
+static bool vmm_alive(struct kvm_state *st, uint32_t tgid)
 {
-	struct keyed *vm = vm_of(st, t->tgid);
+	struct keyed *vm = vm_of(st, tgid);
+
+	return vm ? vm->row.live : pid_alive(tgid);
+}
+
+/* A slot's counts stay with its VM when the slot goes. */
+static void rec_fold(struct kvm_state *st, struct vcpu_rec *r)
+{
+	struct keyed *vm = vm_of(st, r->tgid);
 
 	for (size_t w = 0; vm && w < VM_WORDS; w++)
-		vm->gone[w] += t->last[w];
-	memset(t->last, 0, sizeof(t->last));
+		vm->gone[w] += r->last[w];
+	memset(r, 0, sizeof(*r));
 }
 
-static void thread_remove(struct kvm_state *st, size_t i)
+/* The kernel's vms_gone: counts of destroyed vCPUs per process. Entries
+ * read, or -errno. */
+static int read_gone(struct kvm_state *st, uint32_t max_vms)
 {
-	st->threads[i] = st->threads[--st->nthreads];
+	return virt_map_dump(bpf_map__fd(st->skel->maps.vms_gone), st->gone_tgid,
+			     sizeof(*st->gone_tgid), st->gone, sizeof(*st->gone), max_vms);
 }
 
-/* The map goes (detach): keep the VM rows, their counts in gone. */
-static void threads_forget(struct kvm_state *st)
+static void add_vm_stats(uint64_t *sum, const struct kvm_vm_stats *v)
 {
-	for (size_t i = 0; i < st->nthreads; i++)
-		thread_fold(st, &st->threads[i]);
-	st->nthreads = 0;
+	sum[W_COUNT] += v->exits;
+	sum[W_TIME] += v->exit_ns;
+	sum[W_UEXITS] += v->uexits;
+	sum[W_UTIME] += v->uexit_ns;
 }
 
-static struct vcpu_thread *thread_get(struct kvm_state *st, uint32_t tid, uint32_t tgid)
+/* The arrays go (detach): keep the VM rows, their counts in gone. */
+static void vcpus_forget(struct kvm_state *st, uint32_t max_vms)
 {
-	for (size_t i = 0; i < st->nthreads; i++)
-		if (st->threads[i].tid == tid) {
-			if (st->threads[i].tgid != tgid) {	/* tid reused */
-				thread_fold(st, &st->threads[i]);
-				st->threads[i].tgid = tgid;
-				st->threads[i].dropped = false;
-			}
-			return &st->threads[i];
-		}
-	if (st->nthreads == st->capthreads) {
-		size_t cap = st->capthreads ? st->capthreads * 2 : 64;
-		struct vcpu_thread *v = realloc(st->threads, cap * sizeof(*v));
+	int n = st->skel ? read_gone(st, max_vms) : 0;
 
-		if (!v)
-			return NULL;
-		st->threads = v;
-		st->capthreads = cap;
+	for (int i = 0; i < n; i++) {
+		struct keyed *vm = vm_of(st, st->gone_tgid[i]);
+
+		if (vm)
+			add_vm_stats(vm->gone, &st->gone[i]);
 	}
-	st->threads[st->nthreads] = (struct vcpu_thread){ .tid = tid, .tgid = tgid };
-	return &st->threads[st->nthreads++];
+	for (size_t i = 0; st->recs && i < st->nvcpus; i++)
+		if (st->recs[i].tgid)
+			rec_fold(st, &st->recs[i]);
 }
 
-/* Take this refresh's dump of the vcpus map into the thread records;
- * threads that vanished (our own deletes) fold into their VM. */
-static int take_threads(struct kvm_state *st, int fd, unsigned int max)
+static void rec_take(struct vcpu_rec *r, const volatile struct kvm_vcpu_slot *v)
 {
-	const size_t vsz = sizeof(struct kvm_vcpu_track);
-	int got = virt_map_dump(fd, st->bulk.keys, sizeof(__u32), st->bulk.vals, vsz, max);
+	if (r->tgid != v->tgid)
+		memset(r, 0, sizeof(*r));
+	r->tgid = v->tgid;
+	r->last[W_COUNT] = v->vm.exits;
+	r->last[W_TIME] = v->vm.exit_ns;
+	r->last[W_UEXITS] = v->vm.uexits;
+	r->last[W_UTIME] = v->vm.uexit_ns;
+}
 
-	for (size_t i = 0; i < st->nthreads; i++)
-		st->threads[i].live = false;
-	for (int i = 0; i < got; i++) {
-		const struct kvm_vcpu_track *v =
-			(const void *)((char *)st->bulk.vals + (size_t)i * vsz);
-		struct vcpu_thread *t = thread_get(st, ((__u32 *)st->bulk.keys)[i], v->tgid);
+/* A slot retired by the BPF side, or of a VMM that exited: its last counts
+ * go to its VM, and the slot and the thread entries that point at it are
+ * freed for other vCPUs (the slot's ident last: a claim finds the rest
+ * zeroed). */
+static void vcpu_free(struct kvm_state *st, size_t i)
+{
+	struct kvm_vcpu_slot *v = &st->vcpus[i];
 
-		if (!t)
-			continue;
-		memcpy(t->last, &v->vm, sizeof(t->last));
-		t->live = true;
+	rec_take(&st->recs[i], v);
+	rec_fold(st, &st->recs[i]);
+	for (size_t t = 0; t < st->nvcpus; t++) {
+		uint64_t cur = __atomic_load_n(&st->threads[t], __ATOMIC_RELAXED);
+
+		if (cur && KVM_THREAD_VCPU(cur) == i)
+			__atomic_compare_exchange_n(&st->threads[t], &cur, 0, false,
+						    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
 	}
-	for (size_t i = 0; i < st->nthreads;)
-		if (!st->threads[i].live) {
-			thread_fold(st, &st->threads[i]);
-			thread_remove(st, i);
-		} else {
-			i++;
-		}
-	return got;
+	memset((char *)v + sizeof(v->ident), 0, sizeof(*v) - sizeof(v->ident));
+	__atomic_store_n(&v->ident, 0, __ATOMIC_RELEASE);
 }
 
-/* A VM row for every live VMM process (at most max_vms; threads of more
- * are counted once as dropped); rows of exited VMMs are marked not live. */
-static void find_vms(struct kvm_state *st, size_t max_vms)
+/* A VM row for a live VMM process (at most max_vms; slots of more are
+ * counted once as dropped, through *dropped). */
+static struct keyed *vm_row(struct kvm_state *st, uint32_t tgid, bool *dropped, size_t max_vms)
 {
-	for (size_t i = 0; i < st->vms.n; i++)
+	struct keyed *vm = vm_of(st, tgid);
+	char name[VIRT_NAME_MAX];
+
+	if (vm || !pid_alive(tgid))
+		return vm;
+	if (st->vms.n >= max_vms) {
+		st->vm_drops += !*dropped;
+		*dropped = true;
+		return NULL;
+	}
+	vm_name(name, sizeof(name), tgid);
+	if (!keyed_add(&st->vms, tgid, virt_indom(VIRT_I_KVM_VM), PM_INDOM_NULL, name))
+		return NULL;
+	vm = vm_of(st, tgid);
+	vm->row.live = true;
+	return vm;
+}
+
+/* Sum per VM: what the slots the agent freed left, what the kernel
+ * folded from destroyed vCPUs (vms_gone; entries of exited VMMs are
+ * deleted), and the live slots'. */
+static void sum_vms(struct kvm_state *st, struct virt_family *fam)
+{
+	uint32_t max_vms = (uint32_t)fam->opts[OPT_MAX_VMS].u;
+	int n;
+
+	for (size_t i = 0; i < st->vms.n; i++) {
 		st->vms.v[i]->row.live = pid_alive(st->vms.v[i]->key);
-	for (size_t i = 0; i < st->nthreads; i++) {
-		struct vcpu_thread *t = &st->threads[i];
-		char name[VIRT_NAME_MAX];
-		struct virt_row *r;
+		memcpy(st->vms.v[i]->sum, st->vms.v[i]->gone, sizeof(st->vms.v[i]->sum));
+	}
+	for (size_t i = 0; i < st->nvcpus; i++) {
+		const volatile struct kvm_vcpu_slot *v = &st->vcpus[i];
+		uint64_t ident = v->ident;
+		uint32_t tgid = v->tgid;
+		struct keyed *vm;
 
-		if (vm_of(st, t->tgid) || !pid_alive(t->tgid))
+		if (!ident || (!tgid && ident != KVM_VCPU_RETIRED))
 			continue;
-		if (st->vms.n >= max_vms) {
-			st->vm_drops += !t->dropped;
-			t->dropped = true;
+		if (ident == KVM_VCPU_RETIRED || !vmm_alive(st, tgid)) {
+			vcpu_free(st, i);
 			continue;
 		}
-		vm_name(name, sizeof(name), t->tgid);
-		r = keyed_add(&st->vms, t->tgid, virt_indom(VIRT_I_KVM_VM), PM_INDOM_NULL, name);
-		if (r)
-			r->live = true;
+		rec_take(&st->recs[i], v);
+		vm = vm_row(st, tgid, &st->recs[i].dropped, max_vms);
+		for (size_t w = 0; vm && w < VM_WORDS; w++)
+			vm->sum[w] += st->recs[i].last[w];
+	}
+	n = read_gone(st, max_vms);
+	for (int i = 0; i < n; i++) {
+		bool dropped = true;	/* counted when its slots were live */
+		struct keyed *vm;
+
+		if (!pid_alive(st->gone_tgid[i])) {	/* its row goes too */
+			bpf_map_delete_elem(bpf_map__fd(st->skel->maps.vms_gone), &st->gone_tgid[i]);
+			continue;
+		}
+		vm = vm_row(st, st->gone_tgid[i], &dropped, max_vms);
+		if (vm)
+			add_vm_stats(vm->sum, &st->gone[i]);
 	}
 }
 
-/* Per-VM rows: a VM's counts are those its gone threads left plus its live
- * threads'. Threads of exited VMMs, and (every 10 s) exited threads of live
- * ones, are deleted from the vcpus map in one batch: the map returns to its
- * baseline after VMs come and go. Exited VMMs leave the instance domain. */
-static int read_vms(struct kvm_state *st, struct virt_family *fam)
+/* Per-VM rows: the sums, taken again while the kernel folded a slot
+ * meanwhile (folds are rare and short: a vCPU destroyed). Slots are freed
+ * as vCPUs and VMMs go, so the arrays return to their baseline after VMs
+ * come and go; exited VMMs leave the instance domain. */
+static void read_vms(struct kvm_state *st, struct virt_family *fam)
 {
-	struct bpf_map *map = st->skel->maps.vcpus;
-	int fd = bpf_map__fd(map), got;
-	time_t now = time(NULL);
-	bool sweep = now - st->last_sweep >= 10;
-	__u32 ndead = 0, max = bpf_map__max_entries(map);
+	const __u64 *begun = &st->skel->bss->folds_begun, *done = &st->skel->bss->folds_done;
 
-	got = take_threads(st, fd, max);
-	if (got < 0)
-		return got;
-	if (sweep)
-		st->last_sweep = now;
-	find_vms(st, fam->opts[OPT_MAX_VMS].u);
-	for (size_t i = 0; i < st->nthreads;) {
-		struct vcpu_thread *t = &st->threads[i];
-		struct keyed *vm = vm_of(st, t->tgid);
-		bool gone = !vm ? !pid_alive(t->tgid) : !vm->row.live;
+	for (int tries = 0; tries < 100; tries++) {
+		uint64_t d = __atomic_load_n(done, __ATOMIC_ACQUIRE);
+		uint64_t b = __atomic_load_n(begun, __ATOMIC_ACQUIRE);
 
-		if (!gone && vm && sweep && !pid_alive(t->tid)) {
-			thread_fold(st, t);
-			gone = true;
+		if (b == d) {
+			sum_vms(st, fam);
+			if (__atomic_load_n(begun, __ATOMIC_ACQUIRE) == b)
+				break;
 		}
-		if (gone && ndead < max) {
-			st->dead[ndead++] = t->tid;
-			thread_remove(st, i);
-		} else {
-			i++;
-		}
-	}
-	if (ndead) {
-		virt_bpf_syscalls++;
-		bpf_map_delete_batch(fd, st->dead, &ndead, NULL);
+		sched_yield();
 	}
 	for (size_t i = 0; i < st->vms.n;) {
 		struct keyed *vm = st->vms.v[i];
-		uint64_t sum[VM_WORDS];
 
 		if (!vm->row.live) {
 			keyed_remove(&st->vms, i);
 			continue;
 		}
-		memcpy(sum, vm->gone, sizeof(sum));
-		for (size_t t = 0; t < st->nthreads; t++)
-			for (size_t w = 0; st->threads[t].tgid == vm->key && w < VM_WORDS; w++)
-				sum[w] += st->threads[t].last[w];
-		virt_row_set(&vm->row, sum, VM_WORDS, NULL);
+		virt_row_set(&vm->row, vm->sum, VM_WORDS, NULL);
 		virt_row_expose(&vm->row, true);
 		i++;
 	}
-	return 0;
 }
 
 static int kvm_refresh(struct virt_family *fam)
@@ -613,13 +726,13 @@ static int kvm_refresh(struct virt_family *fam)
 	struct kvm_bpf *skel = st->skel;
 	int err = 0;
 
-	err |= read_array(st, skel->maps.exits, st->slots, KVM_SLOTS);
+	read_exits(st);
 	err |= read_hash(st, skel->maps.exits_other, &st->other, VIRT_I_KVM_REASON,
 			 VIRT_I_KVM_REASON_HIST, name_other);
 	err |= read_hash(st, skel->maps.hcalls, &st->hcalls, VIRT_I_KVM_HCALL,
 			 VIRT_I_KVM_HCALL_HIST, name_decimal);
 	err |= read_array(st, skel->maps.uexits, st->uexit, KVM_UEXIT_REASONS);
-	err |= read_vms(st, fam);
+	read_vms(st, fam);
 	fam->dropped = virt_percpu_counters_total(bpf_map__fd(skel->maps.drops), &st->bulk,
 						  KVM_DROPS) + st->vm_drops;
 	return err ? -EIO : 0;
