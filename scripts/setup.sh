@@ -11,7 +11,8 @@ PKGS="pcp libpcp3-dev libpcp-pmda3-dev python3-pcp
  libbpf-dev bpftool clang llvm libclang-rt-14-dev libelf-dev zlib1g-dev
  pkg-config make gcc clang-tidy cppcheck
  qemu-system-x86 linux-image-amd64 linux-image-6.12-amd64 busybox-static cpio
- bpftrace bpfcc-tools linux-headers-amd64
+ bpftrace bpfcc-tools linux-headers-amd64 linux-headers-6.12-amd64
+ bochs bochsbios vgabios isolinux syslinux-common xorriso
  strace iproute2 procps curl redis-server chromium valgrind"
 
 [ "$(id -u)" = 0 ] || { echo "setup.sh: must run as root" >&2; exit 1; }
