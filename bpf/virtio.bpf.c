@@ -358,10 +358,14 @@ static __always_inline void record_add(struct virtio_slot *q, __u64 vq, int ret)
 		VIRT_DROP(drops, VIRTIO_DROP_INFLIGHT);
 		return;
 	}
-	/* still timed: that buffer's completion was never seen (a missed
-	 * probe), so retire it and time the new add */
-	if (*ts)
+	/* still timed: the driver reused the head, so that buffer came back
+	 * but its completion was never seen (the kernel skipped a probe:
+	 * trace_call_bpf() runs no kprobe program while another BPF program
+	 * runs on that CPU); retire it, count it and time the new add */
+	if (*ts) {
 		q->s.settled++;
+		q->s.unseen++;
+	}
 	*ts = bpf_ktime_get_ns();
 }
 

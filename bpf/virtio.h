@@ -27,6 +27,7 @@ struct virtio_stats {
 	__u64 truncated;	/* add_* calls whose walk hit VIRTIO_WALK_MAX */
 	__u64 untracked;	/* adds not timed: no block of "timed" free, head unknown */
 	__u64 settled;		/* timed adds completed, detached or found stale */
+	__u64 unseen;		/* timed heads added again before their completion was seen */
 	__u64 dead;		/* vring_del_virtqueue seen for this queue */
 	__u64 hist[VIRT_HIST_BUCKETS];	/* add->completion ns, log2 */
 };

@@ -482,6 +482,7 @@ static const size_t word_of[VIRT_NMETRICS] = {
 	[VIRT_M_VIRTIO_INTERRUPTS] = W(interrupts),
 	[VIRT_M_VIRTIO_RING_FULL] = W(ring_full),
 	[VIRT_M_VIRTIO_TRUNCATED] = W(truncated),
+	[VIRT_M_VIRTIO_UNSEEN] = W(unseen),
 };
 
 static int virtio_fetch(struct virt_family *fam, enum virt_metric_id m, unsigned int inst,
@@ -489,7 +490,6 @@ static int virtio_fetch(struct virt_family *fam, enum virt_metric_id m, unsigned
 {
 	struct vq_row *r;
 
-	(void)fam;
 	if (m == VIRT_M_VIRTIO_LATENCY)
 		return virt_row_fetch(VIRT_I_VIRTIO_QUEUE_HIST, VIRT_ROW_HIST, inst, atom);
 	r = (struct vq_row *)virt_row_of(virt_indom(VIRT_I_VIRTIO_QUEUE), inst);
@@ -500,6 +500,11 @@ static int virtio_fetch(struct virt_family *fam, enum virt_metric_id m, unsigned
 		if (!fam->opts[OPT_LATENCY].b)
 			return PMDA_FETCH_NOVALUES;
 		atom->ull = r->inflight;
+		return PMDA_FETCH_STATIC;
+	case VIRT_M_VIRTIO_UNSEEN:
+		if (!fam->opts[OPT_LATENCY].b)
+			return PMDA_FETCH_NOVALUES;
+		atom->ull = r->sum[word_of[m]];
 		return PMDA_FETCH_STATIC;
 	case VIRT_M_VIRTIO_QUEUE_DRIVER:
 		atom->cp = r->driver;
