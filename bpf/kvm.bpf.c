@@ -501,13 +501,13 @@ static __always_inline int on_vcpu_destroy(__u64 ident)
 }
 
 SEC("fentry/kvm_arch_vcpu_destroy")
-int BPF_PROG(virt_kvm_btf_destroy, struct kvm_vcpu *vcpu)
+int BPF_PROG(virt_kvm_tp_btf_destroy, struct kvm_vcpu *vcpu)
 {
 	return on_vcpu_destroy((__u64)vcpu);
 }
 
 SEC("kprobe/kvm_arch_vcpu_destroy")
-int BPF_KPROBE(virt_kvm_raw_destroy, void *vcpu)
+int BPF_KPROBE(virt_kvm_raw_tp_destroy, void *vcpu)
 {
 	return on_vcpu_destroy((__u64)vcpu);
 }
@@ -517,7 +517,7 @@ int BPF_KPROBE(virt_kvm_raw_destroy, void *vcpu)
  * when another thread runs KVM_RUN), no helper call. Linux 6.12 types the
  * argument as maybe-NULL: it is checked before use. */
 SEC("tp_btf/kvm_exit")
-int BPF_PROG(virt_kvm_btf_exit, struct kvm_vcpu *vcpu, __u32 isa)
+int BPF_PROG(virt_kvm_tp_btf_exit, struct kvm_vcpu *vcpu, __u32 isa)
 {
 	if (!vcpu)
 		return 0;
@@ -525,7 +525,7 @@ int BPF_PROG(virt_kvm_btf_exit, struct kvm_vcpu *vcpu, __u32 isa)
 }
 
 SEC("tp_btf/kvm_entry")
-int BPF_PROG(virt_kvm_btf_entry, struct kvm_vcpu *vcpu)
+int BPF_PROG(virt_kvm_tp_btf_entry, struct kvm_vcpu *vcpu)
 {
 	if (!vcpu)
 		return 0;
@@ -533,38 +533,38 @@ int BPF_PROG(virt_kvm_btf_entry, struct kvm_vcpu *vcpu)
 }
 
 SEC("tp_btf/kvm_hypercall")
-int BPF_PROG(virt_kvm_btf_hypercall, unsigned long nr)
+int BPF_PROG(virt_kvm_tp_btf_hypercall, unsigned long nr)
 {
 	return on_hypercall(nr);
 }
 
 SEC("tp_btf/kvm_userspace_exit")
-int BPF_PROG(virt_kvm_btf_userspace_exit, __u32 reason)
+int BPF_PROG(virt_kvm_tp_btf_userspace_exit, __u32 reason)
 {
 	return on_userspace_exit(reason);
 }
 
 /* raw_tp: same arguments, untyped; the thread is checked by its id. */
 SEC("raw_tp/kvm_exit")
-int BPF_PROG(virt_kvm_raw_exit, void *vcpu, __u32 isa)
+int BPF_PROG(virt_kvm_raw_tp_exit, void *vcpu, __u32 isa)
 {
 	return on_exit((__u64)vcpu, bpf_get_current_pid_tgid(), isa, vendor_exit_code(vcpu, isa));
 }
 
 SEC("raw_tp/kvm_entry")
-int BPF_PROG(virt_kvm_raw_entry, void *vcpu)
+int BPF_PROG(virt_kvm_raw_tp_entry, void *vcpu)
 {
 	return on_entry((__u64)vcpu);
 }
 
 SEC("raw_tp/kvm_hypercall")
-int BPF_PROG(virt_kvm_raw_hypercall, unsigned long nr)
+int BPF_PROG(virt_kvm_raw_tp_hypercall, unsigned long nr)
 {
 	return on_hypercall(nr);
 }
 
 SEC("raw_tp/kvm_userspace_exit")
-int BPF_PROG(virt_kvm_raw_userspace_exit, __u32 reason)
+int BPF_PROG(virt_kvm_raw_tp_userspace_exit, __u32 reason)
 {
 	return on_userspace_exit(reason);
 }
@@ -572,7 +572,7 @@ int BPF_PROG(virt_kvm_raw_userspace_exit, __u32 reason)
 /* Classic tracepoints: the record the kernel formatted, without the vCPU
  * pointer (vcpu_id repeats across VMs): the identity is the thread. */
 SEC("tracepoint/kvm/kvm_exit")
-int virt_kvm_tp_exit(struct trace_event_raw_kvm_exit___virt *ctx)
+int virt_kvm_tracepoint_exit(struct trace_event_raw_kvm_exit___virt *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 
@@ -580,19 +580,19 @@ int virt_kvm_tp_exit(struct trace_event_raw_kvm_exit___virt *ctx)
 }
 
 SEC("tracepoint/kvm/kvm_entry")
-int virt_kvm_tp_entry(struct trace_event_raw_kvm_entry___virt *ctx)
+int virt_kvm_tracepoint_entry(struct trace_event_raw_kvm_entry___virt *ctx)
 {
 	return on_entry(bpf_get_current_pid_tgid());
 }
 
 SEC("tracepoint/kvm/kvm_hypercall")
-int virt_kvm_tp_hypercall(struct trace_event_raw_kvm_hypercall___virt *ctx)
+int virt_kvm_tracepoint_hypercall(struct trace_event_raw_kvm_hypercall___virt *ctx)
 {
 	return on_hypercall(ctx->nr);
 }
 
 SEC("tracepoint/kvm/kvm_userspace_exit")
-int virt_kvm_tp_userspace_exit(struct trace_event_raw_kvm_userspace_exit___virt *ctx)
+int virt_kvm_tracepoint_userspace_exit(struct trace_event_raw_kvm_userspace_exit___virt *ctx)
 {
 	return on_userspace_exit(ctx->reason);
 }

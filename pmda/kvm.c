@@ -42,17 +42,12 @@ enum { W_COUNT, W_TIME, W_UEXITS, W_UTIME };
 #define STATS_WORDS (sizeof(struct kvm_stats) / sizeof(__u64))
 #define VM_WORDS (sizeof(struct kvm_vm_stats) / sizeof(__u64))
 
-/* Rows created on demand, found by a 64-bit key (hypercall nr, pid, ...). */
-struct keyed_rows {
-	struct keyed {
-		uint64_t key;
-		struct virt_row row;
-		uint64_t gone[VM_WORDS];	/* VM rows: counts of its vCPU slots that are gone */
-		uint64_t sum[VM_WORDS];		/* VM rows: this refresh's total */
-	} **v;
-	size_t n, cap;
-	uint32_t *slot;			/* open-addressing index: v[] position + 1, 0 empty */
-	size_t nslot;			/* a power of two, > 2 * n */
+/* A VMM process's row (st->vms): its counts of vCPU slots that are gone,
+ * and this refresh's total. */
+struct vm_entry {
+	struct virt_keyed k;		/* key: the tgid */
+	uint64_t gone[VM_WORDS];
+	uint64_t sum[VM_WORDS];
 };
 
 /* What the agent last took from a slot of the vcpus array: its share of
@@ -67,7 +62,8 @@ struct kvm_state {
 	struct kvm_bpf *skel;
 	struct virt_row slots[KVM_SLOTS];
 	struct virt_row uexit[KVM_UEXIT_REASONS];
-	struct keyed_rows other, hcalls, vms;
+	struct virt_table other, hcalls;	/* of struct virt_keyed: exit, hypercall nr */
+	struct virt_table vms;		/* of struct vm_entry */
 	/* the BPF arrays, mmap'ed: read in place, no bpf() call */
 	struct kvm_vcpu_slot *vcpus;
 	uint64_t *threads;
@@ -96,106 +92,6 @@ static const char *const uexit_names[KVM_UEXIT_REASONS] = {
 };
 #undef N
 
-/* --------------------------------------------------------- keyed rows */
-
-static size_t keyed_hash(uint64_t key, size_t nslot)
-{
-	key ^= key >> 33;
-	key *= 0xff51afd7ed558ccdull;	/* murmur3's fmix64 */
-	key ^= key >> 33;
-	return (size_t)key & (nslot - 1);
-}
-
-static struct keyed *keyed_lookup(const struct keyed_rows *t, uint64_t key)
-{
-	if (!t->nslot)
-		return NULL;
-	for (size_t h = keyed_hash(key, t->nslot); t->slot[h]; h = (h + 1) & (t->nslot - 1))
-		if (t->v[t->slot[h] - 1]->key == key)
-			return t->v[t->slot[h] - 1];
-	return NULL;
-}
-
-static struct virt_row *keyed_find(struct keyed_rows *t, uint64_t key)
-{
-	struct keyed *k = keyed_lookup(t, key);
-
-	return k ? &k->row : NULL;
-}
-
-/* (Re)build the index for n entries, growing it to keep the load <= 1/2. */
-static int keyed_reindex(struct keyed_rows *t)
-{
-	size_t nslot = t->nslot ? t->nslot : 64;
-
-	while (nslot <= 2 * t->n)
-		nslot *= 2;
-	if (nslot != t->nslot) {
-		uint32_t *slot = calloc(nslot, sizeof(*slot));
-
-		if (!slot)
-			return -1;
-		free(t->slot);
-		t->slot = slot;
-		t->nslot = nslot;
-	} else {
-		memset(t->slot, 0, nslot * sizeof(*t->slot));
-	}
-	for (size_t i = 0; i < t->n; i++) {
-		size_t h = keyed_hash(t->v[i]->key, nslot);
-
-		while (t->slot[h])
-			h = (h + 1) & (nslot - 1);
-		t->slot[h] = (uint32_t)i + 1;
-	}
-	return 0;
-}
-
-static struct virt_row *keyed_add(struct keyed_rows *t, uint64_t key, pmInDom indom,
-				  pmInDom hindom, const char *name)
-{
-	struct keyed *k;
-
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 16;
-		struct keyed **v = realloc(t->v, cap * sizeof(struct keyed *));
-
-		if (!v)
-			return NULL;
-		t->v = v;
-		t->cap = cap;
-	}
-	k = malloc(sizeof(*k));
-	if (!k)
-		return NULL;
-	memset(k, 0, sizeof(*k));
-	k->key = key;
-	virt_row_init(&k->row, indom, hindom, name);
-	t->v[t->n++] = k;
-	if (t->nslot <= 2 * t->n) {
-		if (keyed_reindex(t) < 0) {
-			free(t->v[--t->n]);
-			return NULL;
-		}
-	} else {
-		size_t h = keyed_hash(key, t->nslot);
-
-		while (t->slot[h])
-			h = (h + 1) & (t->nslot - 1);
-		t->slot[h] = (uint32_t)t->n;
-	}
-	return &k->row;
-}
-
-/* Rare (a VMM process gone): remove and rebuild the index. */
-static void keyed_remove(struct keyed_rows *t, size_t i)
-{
-	virt_row_release(&t->v[i]->row);
-	free(t->v[i]);
-	t->v[i] = t->v[--t->n];
-	keyed_reindex(t);		/* same size: cannot fail */
-}
-
 /* ------------------------------------------------------------- attach */
 
 static bool kvm_ready(struct virt_family *fam)
@@ -214,39 +110,6 @@ static bool kvm_ready(struct virt_family *fam)
 		return false;
 	}
 	return true;
-}
-
-enum variant { V_BTF, V_RAW, V_TP };
-
-/* The variant's programs; the vCPU destroy hook (fentry with tp_btf,
- * kprobe with raw_tp) frees slots in the kernel. The classic tracepoints
- * key slots by thread, not vCPU: the agent frees them when the VMM exits.
- * Returns how many programs load. */
-static unsigned int set_variant(struct kvm_bpf *skel, enum variant v, bool latency)
-{
-	struct bpf_program *progs[3][5] = {
-		{ skel->progs.virt_kvm_btf_exit, skel->progs.virt_kvm_btf_entry,
-		  skel->progs.virt_kvm_btf_hypercall, skel->progs.virt_kvm_btf_userspace_exit,
-		  skel->progs.virt_kvm_btf_destroy },
-		{ skel->progs.virt_kvm_raw_exit, skel->progs.virt_kvm_raw_entry,
-		  skel->progs.virt_kvm_raw_hypercall, skel->progs.virt_kvm_raw_userspace_exit,
-		  skel->progs.virt_kvm_raw_destroy },
-		{ skel->progs.virt_kvm_tp_exit, skel->progs.virt_kvm_tp_entry,
-		  skel->progs.virt_kvm_tp_hypercall, skel->progs.virt_kvm_tp_userspace_exit,
-		  NULL },
-	};
-	unsigned int n = 0;
-
-	for (int i = 0; i < 3; i++)
-		for (int p = 0; p < 5; p++) {
-			bool on = i == (int)v && (latency || p != 1);
-
-			if (progs[i][p]) {
-				bpf_program__set_autoload(progs[i][p], on);
-				n += on;
-			}
-		}
-	return n;
 }
 
 static void *map_array(struct bpf_map *map, size_t n)
@@ -285,19 +148,25 @@ static int map_arrays(struct kvm_state *st, struct kvm_bpf *skel, size_t nvcpus)
 	return -1;
 }
 
-static int try_variant(struct virt_family *fam, enum variant v, char *why, size_t len)
+static struct virt_skel *open_skel(void)
 {
-	struct kvm_state *st = fam->priv;
-	bool latency = fam->opts[OPT_LATENCY].b;
-	struct kvm_bpf *skel = kvm_bpf__open();
-	unsigned int programs;
-	__u32 bits = 1;
-	int err;
+	return (struct virt_skel *)kvm_bpf__open();
+}
 
-	if (!skel) {
-		snprintf(why, len, "open: %s", strerror(errno));
-		return -1;
-	}
+/* Slots: twice max_vcpus, a power of two. The variant's vCPU destroy hook
+ * (fentry with tp_btf, kprobe with raw_tp) frees slots in the kernel; the
+ * classic tracepoints key slots by thread, not vCPU: the agent frees them
+ * when the VMM exits. Counts only: no entry program. */
+static int configure(struct virt_family *fam, struct virt_skel *obj, const char *method,
+		     char *why, size_t len)
+{
+	struct kvm_bpf *skel = (struct kvm_bpf *)obj;
+	bool latency = fam->opts[OPT_LATENCY].b;
+	struct bpf_program *prog;
+	char entry[64];
+	__u32 bits = 1;
+
+	(void)why, (void)len;
 	while ((1ULL << bits) < 2 * fam->opts[OPT_MAX_VCPUS].u)
 		bits++;
 	skel->rodata->latency = latency;
@@ -306,48 +175,32 @@ static int try_variant(struct virt_family *fam, enum variant v, char *why, size_
 	bpf_map__set_max_entries(skel->maps.threads, 1U << bits);
 	bpf_map__set_max_entries(skel->maps.hcalls, (__u32)fam->opts[OPT_MAX_HCALLS].u);
 	bpf_map__set_max_entries(skel->maps.vms_gone, (__u32)fam->opts[OPT_MAX_VMS].u);
-	programs = set_variant(skel, v, latency);
-	err = kvm_bpf__load(skel);
-	if (err) {
-		snprintf(why, len, "load: %s", strerror(-err));
-		kvm_bpf__destroy(skel);
-		return -1;
-	}
-	err = kvm_bpf__attach(skel);
-	if (err) {
-		snprintf(why, len, "attach: %s", strerror(-err));
-		kvm_bpf__destroy(skel);
-		return -1;
-	}
-	if (map_arrays(st, skel, 1U << bits) < 0) {
-		snprintf(why, len, "mmap: %s", strerror(errno));
-		kvm_bpf__destroy(skel);
-		return -1;
-	}
-	st->skel = skel;
-	fam->programs = programs;
+	snprintf(entry, sizeof(entry), "virt_kvm_%s_entry", method);
+	if (!latency && (prog = bpf_object__find_program_by_name(obj->obj, entry)))
+		bpf_program__set_autoload(prog, false);
 	return 0;
 }
 
-static int try_btf(struct virt_family *fam, char *why, size_t len)
+/* The shared arrays mapped in. */
+static int attached(struct virt_family *fam, struct virt_skel *obj, char *why, size_t len)
 {
-	return try_variant(fam, V_BTF, why, len);
+	struct kvm_bpf *skel = (struct kvm_bpf *)obj;
+
+	if (map_arrays(fam->priv, skel, bpf_map__max_entries(skel->maps.vcpus)) < 0) {
+		snprintf(why, len, "mmap: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
 }
 
-static int try_raw(struct virt_family *fam, char *why, size_t len)
-{
-	return try_variant(fam, V_RAW, why, len);
-}
+static const char *const kvm_methods[] = { "tp_btf", "raw_tp", "tracepoint" };
 
-static int try_tp(struct virt_family *fam, char *why, size_t len)
-{
-	return try_variant(fam, V_TP, why, len);
-}
-
-static const struct virt_method kvm_methods[] = {
-	{ "tp_btf", try_btf },
-	{ "raw_tp", try_raw },
-	{ "tracepoint", try_tp },
+static const struct virt_attach_ops kvm_ops = {
+	.methods = kvm_methods,
+	.nmethods = VIRT_ARRAY_SIZE(kvm_methods),
+	.open = open_skel,
+	.configure = configure,
+	.attached = attached,
 };
 
 static int alloc_buffers(struct kvm_state *st, struct virt_family *fam)
@@ -385,7 +238,7 @@ static void init_rows(struct kvm_state *st)
 	}
 }
 
-static void rebase_keyed(struct keyed_rows *t)
+static void rebase_keyed(struct virt_table *t)
 {
 	for (size_t i = 0; i < t->n; i++)
 		virt_row_rebase(&t->v[i]->row);
@@ -427,9 +280,11 @@ static int kvm_attach(struct virt_family *fam)
 			return -ENOMEM;
 		}
 		fam->priv = st;
+		st->other = st->hcalls = VIRT_TABLE_OF(struct virt_keyed);
+		st->vms = VIRT_TABLE_OF(struct vm_entry);
 		init_rows(st);
 	}
-	if (virt_attach_chain(fam, kvm_methods, 3) < 0)
+	if (!(st->skel = (struct kvm_bpf *)virt_attach_skel(fam, &kvm_ops)))
 		return -ENOENT;
 	return VIRT_ATTACHED;
 }
@@ -487,7 +342,7 @@ static void name_decimal(char *buf, size_t len, uint64_t key)
 	snprintf(buf, len, "%llu", (unsigned long long)key);
 }
 
-static int read_hash(struct kvm_state *st, struct bpf_map *map, struct keyed_rows *t,
+static int read_hash(struct kvm_state *st, struct bpf_map *map, struct virt_table *t,
 		     enum virt_indom_id indom, enum virt_indom_id hindom, name_fn name)
 {
 	int got = virt_map_dump_percpu(bpf_map__fd(map), &st->bulk, sizeof(__u64), STATS_WORDS,
@@ -495,16 +350,16 @@ static int read_hash(struct kvm_state *st, struct bpf_map *map, struct keyed_row
 
 	for (int i = 0; i < got; i++) {
 		uint64_t k = ((uint64_t *)st->bulk.keys)[i];
-		struct virt_row *r = keyed_find(t, k);
+		struct virt_keyed *e = virt_table_find(t, k);
 
-		if (!r) {
+		if (!e) {
 			char buf[VIRT_NAME_MAX];
 
 			name(buf, sizeof(buf), k);
-			r = keyed_add(t, k, virt_indom(indom), virt_indom(hindom), buf);
+			e = virt_table_add(t, k, virt_indom(indom), virt_indom(hindom), buf);
 		}
-		if (r)
-			take_stats(r, st, i);
+		if (e)
+			take_stats(&e->row, st, i);
 	}
 	return got < 0 ? got : 0;
 }
@@ -536,22 +391,27 @@ static void vm_name(char *buf, size_t len, uint32_t pid)
 
 /* ------------------------------------------------- per-VM from slots */
 
-static struct keyed *vm_of(struct kvm_state *st, uint32_t tgid)
+static struct vm_entry *vm_of(struct kvm_state *st, uint32_t tgid)
 {
-	return keyed_lookup(&st->vms, tgid);
+	return virt_table_find(&st->vms, tgid);
+}
+
+static struct vm_entry *vm_at(struct kvm_state *st, size_t i)
+{
+	return (struct vm_entry *)st->vms.v[i];
 }
 
 static bool vmm_alive(struct kvm_state *st, uint32_t tgid)
 {
-	struct keyed *vm = vm_of(st, tgid);
+	struct vm_entry *vm = vm_of(st, tgid);
 
-	return vm ? vm->row.live : pid_alive(tgid);
+	return vm ? vm->k.row.live : pid_alive(tgid);
 }
 
 /* A slot's counts stay with its VM when the slot goes. */
 static void rec_fold(struct kvm_state *st, struct vcpu_rec *r)
 {
-	struct keyed *vm = vm_of(st, r->tgid);
+	struct vm_entry *vm = vm_of(st, r->tgid);
 
 	for (size_t w = 0; vm && w < VM_WORDS; w++)
 		vm->gone[w] += r->last[w];
@@ -580,7 +440,7 @@ static void vcpus_forget(struct kvm_state *st, uint32_t max_vms)
 	int n = st->skel ? read_gone(st, max_vms) : 0;
 
 	for (int i = 0; i < n; i++) {
-		struct keyed *vm = vm_of(st, st->gone_tgid[i]);
+		struct vm_entry *vm = vm_of(st, st->gone_tgid[i]);
 
 		if (vm)
 			add_vm_stats(vm->gone, &st->gone[i]);
@@ -624,9 +484,9 @@ static void vcpu_free(struct kvm_state *st, size_t i)
 
 /* A VM row for a live VMM process (at most max_vms; slots of more are
  * counted once as dropped, through *dropped). */
-static struct keyed *vm_row(struct kvm_state *st, uint32_t tgid, bool *dropped, size_t max_vms)
+static struct vm_entry *vm_row(struct kvm_state *st, uint32_t tgid, bool *dropped, size_t max_vms)
 {
-	struct keyed *vm = vm_of(st, tgid);
+	struct vm_entry *vm = vm_of(st, tgid);
 	char name[VIRT_NAME_MAX];
 
 	if (vm || !pid_alive(tgid))
@@ -637,10 +497,9 @@ static struct keyed *vm_row(struct kvm_state *st, uint32_t tgid, bool *dropped, 
 		return NULL;
 	}
 	vm_name(name, sizeof(name), tgid);
-	if (!keyed_add(&st->vms, tgid, virt_indom(VIRT_I_KVM_VM), PM_INDOM_NULL, name))
+	if (!(vm = virt_table_add(&st->vms, tgid, virt_indom(VIRT_I_KVM_VM), PM_INDOM_NULL, name)))
 		return NULL;
-	vm = vm_of(st, tgid);
-	vm->row.live = true;
+	vm->k.row.live = true;
 	return vm;
 }
 
@@ -653,14 +512,16 @@ static void sum_vms(struct kvm_state *st, struct virt_family *fam)
 	int n;
 
 	for (size_t i = 0; i < st->vms.n; i++) {
-		st->vms.v[i]->row.live = pid_alive(st->vms.v[i]->key);
-		memcpy(st->vms.v[i]->sum, st->vms.v[i]->gone, sizeof(st->vms.v[i]->sum));
+		struct vm_entry *vm = vm_at(st, i);
+
+		vm->k.row.live = pid_alive(vm->k.key);
+		memcpy(vm->sum, vm->gone, sizeof(vm->sum));
 	}
 	for (size_t i = 0; i < st->nvcpus; i++) {
 		const volatile struct kvm_vcpu_slot *v = &st->vcpus[i];
 		uint64_t ident = v->ident;
 		uint32_t tgid = v->tgid;
-		struct keyed *vm;
+		struct vm_entry *vm;
 
 		if (!ident || (!tgid && ident != KVM_VCPU_RETIRED))
 			continue;
@@ -676,7 +537,7 @@ static void sum_vms(struct kvm_state *st, struct virt_family *fam)
 	n = read_gone(st, max_vms);
 	for (int i = 0; i < n; i++) {
 		bool dropped = true;	/* counted when its slots were live */
-		struct keyed *vm;
+		struct vm_entry *vm;
 
 		if (!pid_alive(st->gone_tgid[i])) {	/* its row goes too */
 			bpf_map_delete_elem(bpf_map__fd(st->skel->maps.vms_gone), &st->gone_tgid[i]);
@@ -708,14 +569,14 @@ static void read_vms(struct kvm_state *st, struct virt_family *fam)
 		sched_yield();
 	}
 	for (size_t i = 0; i < st->vms.n;) {
-		struct keyed *vm = st->vms.v[i];
+		struct vm_entry *vm = vm_at(st, i);
 
-		if (!vm->row.live) {
-			keyed_remove(&st->vms, i);
+		if (!vm->k.row.live) {
+			virt_table_remove(&st->vms, vm);	/* the last entry takes its place */
 			continue;
 		}
-		virt_row_set(&vm->row, vm->sum, VM_WORDS, NULL);
-		virt_row_expose(&vm->row, true);
+		virt_row_set(&vm->k.row, vm->sum, VM_WORDS, NULL);
+		virt_row_expose(&vm->k.row, true);
 		i++;
 	}
 }
@@ -740,45 +601,39 @@ static int kvm_refresh(struct virt_family *fam)
 
 /* -------------------------------------------------------------- fetch */
 
-#define HIST VIRT_ROW_HIST
-static const struct {
-	enum virt_indom_id indom;
-	int word;			/* row word, or HIST: the bucket count */
-	unsigned int pct;		/* a percentile of the row's histogram */
-} fetch_map[VIRT_NMETRICS] = {
-	[VIRT_M_KVM_EXIT_COUNT] = { VIRT_I_KVM_REASON, W_COUNT },
-	[VIRT_M_KVM_EXIT_TIME] = { VIRT_I_KVM_REASON, W_TIME },
-	[VIRT_M_KVM_EXIT_LATENCY] = { VIRT_I_KVM_REASON_HIST, HIST },
-	[VIRT_M_KVM_HCALL_COUNT] = { VIRT_I_KVM_HCALL, W_COUNT },
-	[VIRT_M_KVM_HCALL_TIME] = { VIRT_I_KVM_HCALL, W_TIME },
-	[VIRT_M_KVM_HCALL_LATENCY] = { VIRT_I_KVM_HCALL_HIST, HIST },
-	[VIRT_M_KVM_UEXIT_COUNT] = { VIRT_I_KVM_UEXIT, W_COUNT },
-	[VIRT_M_KVM_UEXIT_TIME] = { VIRT_I_KVM_UEXIT, W_TIME },
-	[VIRT_M_KVM_UEXIT_LATENCY] = { VIRT_I_KVM_UEXIT_HIST, HIST },
-	[VIRT_M_KVM_VM_EXITS] = { VIRT_I_KVM_VM, W_COUNT },
-	[VIRT_M_KVM_VM_EXIT_TIME] = { VIRT_I_KVM_VM, W_TIME },
-	[VIRT_M_KVM_VM_UEXITS] = { VIRT_I_KVM_VM, W_UEXITS },
-	[VIRT_M_KVM_VM_UEXIT_TIME] = { VIRT_I_KVM_VM, W_UTIME },
-#define PCT(id, indom) \
-	[VIRT_M_##id##_LAT_P50] = { indom, 0, 50 }, \
-	[VIRT_M_##id##_LAT_P90] = { indom, 0, 90 }, \
-	[VIRT_M_##id##_LAT_P99] = { indom, 0, 99 }
-	PCT(KVM_EXIT, VIRT_I_KVM_REASON),
-	PCT(KVM_HCALL, VIRT_I_KVM_HCALL),
-	PCT(KVM_UEXIT, VIRT_I_KVM_UEXIT),
-#undef PCT
+/* Every row is a struct virt_row (the reason rows in arrays, the others
+ * in a struct virt_keyed): offsets are within the row. */
+#define WORD(id, indom, w) \
+	[VIRT_M_KVM_##id] = VIRT_ANSWER_WORD(indom, struct virt_keyed, row, row.v[w])
+#define PCTS(id, indom) \
+	VIRT_ANSWER_PERCENTILES(VIRT_M_KVM_##id##_LAT, indom, struct virt_keyed, row, row)
+
+static const struct virt_answer kvm_answers[VIRT_NMETRICS] = {
+	WORD(EXIT_COUNT, KVM_REASON, W_COUNT),
+	WORD(EXIT_TIME, KVM_REASON, W_TIME),
+	[VIRT_M_KVM_EXIT_LATENCY] = VIRT_ANSWER_BUCKET(KVM_REASON_HIST),
+	WORD(HCALL_COUNT, KVM_HCALL, W_COUNT),
+	WORD(HCALL_TIME, KVM_HCALL, W_TIME),
+	[VIRT_M_KVM_HCALL_LATENCY] = VIRT_ANSWER_BUCKET(KVM_HCALL_HIST),
+	WORD(UEXIT_COUNT, KVM_UEXIT, W_COUNT),
+	WORD(UEXIT_TIME, KVM_UEXIT, W_TIME),
+	[VIRT_M_KVM_UEXIT_LATENCY] = VIRT_ANSWER_BUCKET(KVM_UEXIT_HIST),
+	WORD(VM_EXITS, KVM_VM, W_COUNT),
+	WORD(VM_EXIT_TIME, KVM_VM, W_TIME),
+	WORD(VM_UEXITS, KVM_VM, W_UEXITS),
+	WORD(VM_UEXIT_TIME, KVM_VM, W_UTIME),
+	PCTS(EXIT, KVM_REASON),
+	PCTS(HCALL, KVM_HCALL),
+	PCTS(UEXIT, KVM_UEXIT),
 };
 
+/* Only the instance-name metrics are left, and the agent answers those
+ * (it asks a module with a fetch method only). */
 static int kvm_fetch(struct virt_family *fam, enum virt_metric_id m, unsigned int inst,
 		     pmAtomValue *atom)
 {
-	(void)fam;
-	if (fetch_map[m].pct) {
-		const struct virt_row *r = virt_row_of(virt_indom(fetch_map[m].indom), inst);
-
-		return r ? virt_row_percentile(r, fetch_map[m].pct, atom) : PM_ERR_INST;
-	}
-	return virt_row_fetch(fetch_map[m].indom, fetch_map[m].word, inst, atom);
+	(void)fam, (void)m, (void)inst, (void)atom;
+	return PM_ERR_PMID;
 }
 
 const struct virt_module virt_module = {
@@ -791,4 +646,5 @@ const struct virt_module virt_module = {
 	.detach = kvm_detach,
 	.refresh = kvm_refresh,
 	.fetch = kvm_fetch,
+	.answers = kvm_answers,
 };
