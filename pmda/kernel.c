@@ -1,4 +1,4 @@
-/* Kernel introspection and the attach-method chain shared by modules. */
+/* Kernel introspection and the attach skeleton shared by modules. */
 #include "virt.h"
 
 #include <bpf/libbpf.h>
@@ -73,39 +73,6 @@ uint64_t virt_mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-int virt_attach_chain(struct virt_family *fam, const struct virt_method *m,
-		      unsigned int n)
-{
-	char why[VIRT_REASON_MAX], all[VIRT_REASON_MAX] = "";
-	uint64_t start = virt_mono_ns();
-
-	for (unsigned int i = 0; i < n; i++) {
-		if (fam->want_method[0] && strcmp(fam->want_method, m[i].name) != 0)
-			continue;
-		why[0] = '\0';
-		if (m[i].try(fam, why, sizeof(why)) == 0) {
-			snprintf(fam->method, sizeof(fam->method), "%s", m[i].name);
-			fam->attach_ns = virt_mono_ns() - start;
-			return 0;
-		}
-		pmNotifyErr(LOG_INFO, "%s: %s attach failed: %s", fam->name, m[i].name, why);
-		snprintf(all + strlen(all), sizeof(all) - strlen(all), "%s%s: %s",
-			 all[0] ? "; " : "", m[i].name, why);
-	}
-	if (!all[0]) {
-		size_t len = 0;
-
-		len += (size_t)snprintf(all, sizeof(all), "method %s not offered (offers:",
-					fam->want_method);
-		for (unsigned int i = 0; i < n && len < sizeof(all); i++)
-			len += (size_t)snprintf(all + len, sizeof(all) - len, " %s", m[i].name);
-		if (len < sizeof(all))
-			snprintf(all + len, sizeof(all) - len, ")");
-	}
-	virt_set_reason(fam, "%s", all);
-	return -1;
 }
 
 unsigned int virt_autoload_variant(struct bpf_object *obj, const char *family,

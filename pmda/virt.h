@@ -124,16 +124,6 @@ bool virt_tracepoint_exists(const char *system, const char *event);
 bool virt_ksym_exists(const char *name);	/* /proc/kallsyms, slow: attach only */
 uint64_t virt_mono_ns(void);			/* CLOCK_MONOTONIC */
 
-/* Attach strategy: try each method in order until one attaches. try()
- * returns 0 when attached; otherwise it fills why. On success fam->method is
- * the method's name; on failure fam->reason lists every method's failure. */
-struct virt_method {
-	const char *name;			/* "tp_btf", "fentry", "kprobe", ... */
-	int (*try)(struct virt_family *fam, char *why, size_t whylen);
-};
-int virt_attach_chain(struct virt_family *fam, const struct virt_method *m,
-		      unsigned int n);
-
 /* fentry, fexit and tp_btf targets from one index of kernel BTF names
  * (pmda/btftargets.c): register once before any BPF object is opened;
  * release after each attach pass. */

@@ -55,7 +55,7 @@ static const struct virt_option virtio_options[NOPTS] = {
 /* A queue by name; values = base (dead pointers, earlier attaches) + the
  * live pointers' current values. */
 struct vq_row {
-	struct virt_row row;		/* first: pmdaCache private -> vq_row */
+	struct virt_keyed k;		/* by name; k.row: pmdaCache private */
 	uint64_t base[SW];
 	uint64_t sum[SW];
 	uint64_t inflight;
@@ -76,8 +76,7 @@ struct vq_ptr {
 
 struct virtio_state {
 	struct virtio_bpf *skel;
-	struct vq_row **rows;
-	size_t nrows, caprows;
+	struct virt_table rows;		/* of struct vq_row */
 	struct vq_ptr *ptrs;		/* one per slot */
 	struct virt_bulk bulk;		/* bulk-read buffers */
 	struct virtio_slot *slots;	/* the queues map, mmap'ed */
@@ -127,37 +126,33 @@ static bool virtio_ready(struct virt_family *fam)
 
 /* ------------------------------------------------------------ attach */
 
-/* Counts only: the descriptor-head hooks stay out; returns how many. */
-static unsigned int no_timing(struct bpf_object *obj)
+/* Counts only: the descriptor-head hooks stay out. */
+static void no_timing(struct bpf_object *obj)
 {
 	struct bpf_program *prog;
-	unsigned int n = 0;
 
 	bpf_object__for_each_program(prog, obj) {
 		const char *name = bpf_program__name(prog);
 
-		if (bpf_program__autoload(prog) &&
-		    (strstr(name, "_map_sg") || strstr(name, "_detach_buf_"))) {
+		if (strstr(name, "_map_sg") || strstr(name, "_detach_buf_"))
 			bpf_program__set_autoload(prog, false);
-			n++;
-		}
 	}
-	return n;
 }
 
-static int try_variant(struct virt_family *fam, const char *variant, char *why, size_t len)
+static struct virt_skel *open_skel(void)
 {
-	struct virtio_state *st = fam->priv;
-	bool latency = fam->opts[OPT_LATENCY].b;
-	struct virtio_bpf *skel = virtio_bpf__open();
-	unsigned int n, bits = 1, nblocks;
-	void *mem;
-	int err;
+	return (struct virt_skel *)virtio_bpf__open();
+}
 
-	if (!skel) {
-		snprintf(why, len, "open: %s", strerror(errno));
-		return -1;
-	}
+/* Slots for max_queues, a power of two; heads timed in blocks. */
+static int configure(struct virt_family *fam, struct virt_skel *obj, const char *method,
+		     char *why, size_t len)
+{
+	struct virtio_bpf *skel = (struct virtio_bpf *)obj;
+	bool latency = fam->opts[OPT_LATENCY].b;
+	unsigned int bits = 1, nblocks;
+
+	(void)method, (void)why, (void)len;
 	while ((1UL << bits) < fam->opts[OPT_MAX_QUEUES].u)
 		bits++;
 	skel->rodata->latency = latency;
@@ -170,53 +165,44 @@ static int try_variant(struct virt_family *fam, const char *variant, char *why, 
 	skel->rodata->nblocks = nblocks;
 	bpf_map__set_max_entries(skel->maps.blocks, nblocks);
 	bpf_map__set_max_entries(skel->maps.timed, nblocks * VIRTIO_BLOCK);
-	n = virt_autoload_variant(skel->obj, "virtio", variant) - (latency ? 0 : no_timing(skel->obj));
-	err = virtio_bpf__load(skel);
-	if (err) {
-		snprintf(why, len, "load: %s", strerror(-err));
-		virtio_bpf__destroy(skel);
-		return -1;
-	}
-	err = virtio_bpf__attach(skel);
-	if (err) {
-		snprintf(why, len, "attach: %s", strerror(-err));
-		virtio_bpf__destroy(skel);
-		return -1;
-	}
-	st->slots_len = (size_t)bpf_map__value_size(skel->maps.queues) << bits;
-	mem = mmap(NULL, st->slots_len, PROT_READ | PROT_WRITE, MAP_SHARED,
-		   bpf_map__fd(skel->maps.queues), 0);
-	if (mem == MAP_FAILED) {
-		snprintf(why, len, "mmap queues: %s", strerror(errno));
-		virtio_bpf__destroy(skel);
-		return -1;
-	}
-	if (!(st->ptrs = calloc(1UL << bits, sizeof(*st->ptrs)))) {
-		snprintf(why, len, "out of memory");
-		munmap(mem, st->slots_len);
-		virtio_bpf__destroy(skel);
-		return -1;
-	}
-	st->slots = mem;
-	st->nslots = 1UL << bits;
-	st->skel = skel;
-	fam->programs = n;
+	if (!latency)
+		no_timing(skel->obj);
 	return 0;
 }
 
-static int try_fentry(struct virt_family *fam, char *why, size_t len)
+/* The queues array mapped in, a record per slot. */
+static int attached(struct virt_family *fam, struct virt_skel *obj, char *why, size_t len)
 {
-	return try_variant(fam, "fentry", why, len);
+	struct virtio_state *st = fam->priv;
+	struct virtio_bpf *skel = (struct virtio_bpf *)obj;
+	size_t n = bpf_map__max_entries(skel->maps.queues);
+	size_t bytes = bpf_map__value_size(skel->maps.queues) * n;
+	void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 bpf_map__fd(skel->maps.queues), 0);
+
+	if (mem == MAP_FAILED) {
+		snprintf(why, len, "mmap queues: %s", strerror(errno));
+		return -1;
+	}
+	if (!(st->ptrs = calloc(n, sizeof(*st->ptrs)))) {
+		snprintf(why, len, "out of memory");
+		munmap(mem, bytes);
+		return -1;
+	}
+	st->slots = mem;
+	st->nslots = n;
+	st->slots_len = bytes;
+	return 0;
 }
 
-static int try_kprobe(struct virt_family *fam, char *why, size_t len)
-{
-	return try_variant(fam, "kprobe", why, len);
-}
+static const char *const virtio_methods[] = { "fentry", "kprobe" };
 
-static const struct virt_method virtio_methods[] = {
-	{ "fentry", try_fentry },
-	{ "kprobe", try_kprobe },
+static const struct virt_attach_ops virtio_ops = {
+	.methods = virtio_methods,
+	.nmethods = VIRT_ARRAY_SIZE(virtio_methods),
+	.open = open_skel,
+	.configure = configure,
+	.attached = attached,
 };
 
 /* for the drops counters (the queues are read in place) */
@@ -238,8 +224,9 @@ static int virtio_attach(struct virt_family *fam)
 			return -ENOMEM;
 		}
 		fam->priv = st;
+		st->rows = VIRT_TABLE_OF(struct vq_row);
 	}
-	if (virt_attach_chain(fam, virtio_methods, 2) < 0)
+	if (!(st->skel = (struct virtio_bpf *)virt_attach_skel(fam, &virtio_ops)))
 		return -ENOENT;
 	return VIRT_ATTACHED;
 }
@@ -251,6 +238,11 @@ static void fold(struct vq_ptr *p)
 	for (size_t w = 0; w < SW; w++)
 		p->row->base[w] += p->last[w];
 	p->row->base[W(dead)] = 0;
+}
+
+static struct vq_row *row_at(struct virtio_state *st, size_t i)
+{
+	return (struct vq_row *)st->rows.v[i];
 }
 
 /* The BPF object goes: what it counted moves into the bases, every queue
@@ -273,11 +265,13 @@ static void virtio_detach(struct virt_family *fam)
 	st->nslots = 0;
 	virtio_bpf__destroy(st->skel);
 	st->skel = NULL;
-	for (size_t i = 0; i < st->nrows; i++) {
-		memcpy(st->rows[i]->sum, st->rows[i]->base, sizeof(st->rows[i]->sum));
-		st->rows[i]->inflight = 0;
-		st->rows[i]->live = 0;
-		virt_row_retire(&st->rows[i]->row);
+	for (size_t i = 0; i < st->rows.n; i++) {
+		struct vq_row *r = row_at(st, i);
+
+		memcpy(r->sum, r->base, sizeof(r->sum));
+		r->inflight = 0;
+		r->live = 0;
+		virt_row_retire(&r->k.row);
 	}
 }
 
@@ -290,7 +284,7 @@ static void find_device(struct vq_row *r)
 	if (r->device[0] || !r->vdev[0] || now - r->device_try < 5)
 		return;
 	r->device_try = now;
-	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]) && !r->device[0]; k++) {
+	for (size_t k = 0; k < VIRT_ARRAY_SIZE(kinds) && !r->device[0]; k++) {
 		char path[256];
 		struct dirent *d;
 		DIR *dir;
@@ -305,30 +299,6 @@ static void find_device(struct vq_row *r)
 			}
 		closedir(dir);
 	}
-}
-
-static struct vq_row *row_by_name(struct virtio_state *st, const char *name)
-{
-	struct vq_row *r;
-
-	for (size_t i = 0; i < st->nrows; i++)
-		if (strcmp(st->rows[i]->row.name, name) == 0)
-			return st->rows[i];
-	if (st->nrows == st->caprows) {
-		size_t cap = st->caprows ? st->caprows * 2 : 16;
-		struct vq_row **v = realloc(st->rows, cap * sizeof(struct vq_row *));
-
-		if (!v)
-			return NULL;
-		st->rows = v;
-		st->caprows = cap;
-	}
-	if (!(r = calloc(1, sizeof(*r))))
-		return NULL;
-	virt_row_init(&r->row, virt_indom(VIRT_I_VIRTIO_QUEUE),
-		      virt_indom(VIRT_I_VIRTIO_QUEUE_HIST), name);
-	st->rows[st->nrows++] = r;
-	return r;
 }
 
 /* First sight of a pointer: its names from the info map (one lookup per
@@ -349,7 +319,8 @@ static struct vq_ptr *ptr_add(struct virtio_state *st, size_t slot, uint64_t vq)
 	virt_sanitize(dev, sizeof(dev), vi.dev[0] ? vi.dev : "unknown");
 	virt_sanitize(q, sizeof(q), vi.name[0] ? vi.name : "unknown");
 	snprintf(name, sizeof(name), "%s/%s", dev, q);
-	if (!(r = row_by_name(st, name)))
+	if (!(r = virt_table_get_name(&st->rows, virt_indom(VIRT_I_VIRTIO_QUEUE),
+				      virt_indom(VIRT_I_VIRTIO_QUEUE_HIST), name)))
 		return NULL;
 	if (vi.driver[0])
 		virt_sanitize(r->driver, sizeof(r->driver), vi.driver);
@@ -430,8 +401,8 @@ static int virtio_refresh(struct virt_family *fam)
 	for (size_t k = 0; k < st->nslots; k++)
 		if (st->ptrs[k].vq && st->ptrs[k].last[W(dead)])
 			ptr_bury(st, k);
-	for (size_t i = 0; i < st->nrows; i++) {
-		struct vq_row *r = st->rows[i];
+	for (size_t i = 0; i < st->rows.n; i++) {
+		struct vq_row *r = row_at(st, i);
 
 		memcpy(r->sum, r->base, sizeof(r->sum));
 		r->inflight = 0;
@@ -453,15 +424,15 @@ static int virtio_refresh(struct virt_family *fam)
 			r->inflight += open - p->last[W(settled)];
 		r->live++;
 	}
-	for (size_t i = 0; i < st->nrows; i++) {
-		struct vq_row *r = st->rows[i];
+	for (size_t i = 0; i < st->rows.n; i++) {
+		struct vq_row *r = row_at(st, i);
 
-		virt_row_set(&r->row, NULL, 0, &r->sum[HIST0]);
+		virt_row_set(&r->k.row, NULL, 0, &r->sum[HIST0]);
 		if (r->live) {
 			find_device(r);
-			virt_row_expose(&r->row, true);
+			virt_row_expose(&r->k.row, true);
 		} else {
-			virt_row_retire(&r->row);
+			virt_row_retire(&r->k.row);
 		}
 	}
 	fam->dropped = virt_percpu_counters_total(bpf_map__fd(st->skel->maps.drops), &st->bulk,
@@ -471,59 +442,45 @@ static int virtio_refresh(struct virt_family *fam)
 
 /* -------------------------------------------------------------- fetch */
 
-static const size_t word_of[VIRT_NMETRICS] = {
-	[VIRT_M_VIRTIO_SGS_OUT] = W(sgs_out),
-	[VIRT_M_VIRTIO_SGS_IN] = W(sgs_in),
-	[VIRT_M_VIRTIO_BYTES_OUT] = W(bytes_out),
-	[VIRT_M_VIRTIO_BYTES_IN] = W(bytes_in),
-	[VIRT_M_VIRTIO_ADDS] = W(adds),
-	[VIRT_M_VIRTIO_COMPLETIONS] = W(completions),
-	[VIRT_M_VIRTIO_KICKS] = W(kicks),
-	[VIRT_M_VIRTIO_INTERRUPTS] = W(interrupts),
-	[VIRT_M_VIRTIO_RING_FULL] = W(ring_full),
-	[VIRT_M_VIRTIO_TRUNCATED] = W(truncated),
-	[VIRT_M_VIRTIO_UNSEEN] = W(unseen),
+#define WORD(id, field) \
+	[VIRT_M_VIRTIO_##id] = VIRT_ANSWER_WORD(VIRTIO_QUEUE, struct vq_row, k.row, sum[W(field)])
+
+static const struct virt_answer virtio_answers[VIRT_NMETRICS] = {
+	WORD(SGS_OUT, sgs_out),
+	WORD(SGS_IN, sgs_in),
+	WORD(BYTES_OUT, bytes_out),
+	WORD(BYTES_IN, bytes_in),
+	WORD(ADDS, adds),
+	WORD(COMPLETIONS, completions),
+	WORD(KICKS, kicks),
+	WORD(INTERRUPTS, interrupts),
+	WORD(RING_FULL, ring_full),
+	WORD(TRUNCATED, truncated),
+	[VIRT_M_VIRTIO_LATENCY] = VIRT_ANSWER_BUCKET(VIRTIO_QUEUE_HIST),
+	VIRT_ANSWER_PERCENTILES(VIRT_M_VIRTIO_LAT, VIRTIO_QUEUE, struct vq_row, k.row, k.row),
 };
 
+/* The rest: strings, and what only latency=true counts. */
 static int virtio_fetch(struct virt_family *fam, enum virt_metric_id m, unsigned int inst,
 			pmAtomValue *atom)
 {
-	struct vq_row *r;
+	struct virt_row *row = virt_row_of(virt_indom(VIRT_I_VIRTIO_QUEUE), inst);
+	struct vq_row *r = row ? VIRT_ENTRY_OF(row, struct vq_row) : NULL;
 
-	if (m == VIRT_M_VIRTIO_LATENCY)
-		return virt_row_fetch(VIRT_I_VIRTIO_QUEUE_HIST, VIRT_ROW_HIST, inst, atom);
-	r = (struct vq_row *)virt_row_of(virt_indom(VIRT_I_VIRTIO_QUEUE), inst);
 	if (!r)
 		return PM_ERR_INST;
 	switch (m) {
 	case VIRT_M_VIRTIO_INFLIGHT:
-		if (!fam->opts[OPT_LATENCY].b)
-			return PMDA_FETCH_NOVALUES;
-		atom->ull = r->inflight;
-		return PMDA_FETCH_STATIC;
 	case VIRT_M_VIRTIO_UNSEEN:
 		if (!fam->opts[OPT_LATENCY].b)
 			return PMDA_FETCH_NOVALUES;
-		atom->ull = r->sum[word_of[m]];
+		atom->ull = m == VIRT_M_VIRTIO_INFLIGHT ? r->inflight : r->sum[W(unseen)];
 		return PMDA_FETCH_STATIC;
 	case VIRT_M_VIRTIO_QUEUE_DRIVER:
 		atom->cp = r->driver;
 		return PMDA_FETCH_STATIC;
 	case VIRT_M_VIRTIO_QUEUE_DEVICE:
 		atom->cp = r->device;
-		return PMDA_FETCH_STATIC;
-	case VIRT_M_VIRTIO_LAT_P50:
-		return virt_row_percentile(&r->row, 50, atom);
-	case VIRT_M_VIRTIO_LAT_P90:
-		return virt_row_percentile(&r->row, 90, atom);
-	case VIRT_M_VIRTIO_LAT_P99:
-		return virt_row_percentile(&r->row, 99, atom);
-	case VIRT_M_VIRTIO_SGS_OUT: case VIRT_M_VIRTIO_SGS_IN:
-	case VIRT_M_VIRTIO_BYTES_OUT: case VIRT_M_VIRTIO_BYTES_IN:
-	case VIRT_M_VIRTIO_ADDS: case VIRT_M_VIRTIO_COMPLETIONS:
-	case VIRT_M_VIRTIO_KICKS: case VIRT_M_VIRTIO_INTERRUPTS:
-	case VIRT_M_VIRTIO_RING_FULL: case VIRT_M_VIRTIO_TRUNCATED:
-		atom->ull = r->sum[word_of[m]];
 		return PMDA_FETCH_STATIC;
 	default:
 		return PM_ERR_PMID;
@@ -540,4 +497,5 @@ const struct virt_module virt_module = {
 	.detach = virtio_detach,
 	.refresh = virtio_refresh,
 	.fetch = virtio_fetch,
+	.answers = virtio_answers,
 };
