@@ -256,10 +256,10 @@ static __always_inline struct kvm_vcpu_slot *claim_vcpu(__u64 ident, __u32 *idx)
 	return NULL;
 }
 
-/* Point the thread's entry of "threads" at its vCPU's slot. */
-static __always_inline void index_thread(__u32 tid, __u32 idx)
+/* In tid's probe window of "threads", swap the first entry that is empty
+ * or tid's (claim), or else that holds from, to to; whether one was. */
+static __always_inline bool swap_thread(__u32 tid, bool claim, __u64 from, __u64 to)
 {
-	__u64 want = KVM_THREAD(tid, idx);
 	__u32 h = home(tid);
 
 	for (__u32 i = 0; i < KVM_PROBE; i++) {
@@ -270,11 +270,21 @@ static __always_inline void index_thread(__u32 tid, __u32 idx)
 		if (!t)
 			continue;
 		cur = *t;
-		if ((!cur || KVM_THREAD_TID(cur) == tid) &&
-		    __sync_val_compare_and_swap(t, cur, want) == cur)
-			return;
+		if (claim ? !cur || KVM_THREAD_TID(cur) == tid : cur == from) {
+			if (__sync_val_compare_and_swap(t, cur, to) == cur)
+				return true;
+			if (!claim)	/* another CPU freed it */
+				return false;
+		}
 	}
-	VIRT_DROP(drops, KVM_DROP_VCPU);
+	return false;
+}
+
+/* Point the thread's entry of "threads" at its vCPU's slot. */
+static __always_inline void index_thread(__u32 tid, __u32 idx)
+{
+	if (!swap_thread(tid, true, 0, KVM_THREAD(tid, idx)))
+		VIRT_DROP(drops, KVM_DROP_VCPU);
 }
 
 /* The slot of the vCPU the calling thread runs (hypercall, userspace exit). */
@@ -454,18 +464,7 @@ static __always_inline int on_entry(__u64 ident)
 /* Free the thread's index entry that points at slot idx. */
 static __always_inline void unindex_thread(__u32 tid, __u32 idx)
 {
-	__u64 cur = KVM_THREAD(tid, idx);
-	__u32 h = home(tid);
-
-	for (__u32 i = 0; i < KVM_PROBE; i++) {
-		__u32 k = probe_key(h, i);
-		__u64 *t = bpf_map_lookup_elem(&threads, &k);
-
-		if (t && *t == cur) {
-			__sync_val_compare_and_swap(t, cur, 0);
-			return;
-		}
-	}
+	swap_thread(tid, false, KVM_THREAD(tid, idx), 0);
 }
 
 /* A vCPU is destroyed (kvm_arch_vcpu_destroy(), from kvm_destroy_vcpus()
