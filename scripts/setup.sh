@@ -9,7 +9,7 @@ set -eu
 
 PKGS="pcp libpcp3-dev libpcp-pmda3-dev python3-pcp
  libbpf-dev bpftool clang llvm libclang-rt-14-dev libelf-dev zlib1g-dev
- pkg-config make gcc clang-tidy cppcheck
+ pkg-config make gcc clang-tidy cppcheck dpkg-dev
  qemu-system-x86 linux-image-amd64 linux-image-6.12-amd64 busybox-static cpio
  bpftrace bpfcc-tools linux-headers-amd64 linux-headers-6.12-amd64
  bochs bochsbios vgabios isolinux syslinux-common xorriso
