@@ -12,7 +12,7 @@ out=$work/out
 echo "building blocks on kvm_entry (tp_btf), $N cpuid exits, clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
 printf '%-10s %10s %10s\n' block "ns/run" "-none"
 none=0
-for blk in ${BENCH_BLOCKS:-none pidtgid ktime array hash lru task}; do
+for blk in ${BENCH_BLOCKS:-none pidtgid ktime array hash lru task add3 atomic3}; do
 	emptyload "blk_$blk" > $out 2>&1 & pid=$!
 	for _ in $(seq 1 100); do grep -q attached $out && break; sleep 0.1; done
 	kvmguest -q -c "$N" > /dev/null

@@ -117,6 +117,28 @@ int BPF_PROG(empty_blk_lru_entry)
 	return 0;
 }
 
+/* three counters of one row, as the kvm family's exit updates them:
+ * plain adds (one CPU owns the row) and atomic adds (rows shared) */
+__u64 blk_row[3];
+
+SEC("tp_btf/kvm_entry")
+int BPF_PROG(empty_blk_add3_entry)
+{
+	blk_row[0]++;
+	blk_row[1] += 2;
+	blk_row[2]++;
+	return 0;
+}
+
+SEC("tp_btf/kvm_entry")
+int BPF_PROG(empty_blk_atomic3_entry)
+{
+	__sync_fetch_and_add(&blk_row[0], 1);
+	__sync_fetch_and_add(&blk_row[1], 2);
+	__sync_fetch_and_add(&blk_row[2], 1);
+	return 0;
+}
+
 SEC("tp_btf/kvm_entry")
 int BPF_PROG(empty_blk_task_entry)
 {

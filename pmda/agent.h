@@ -9,6 +9,7 @@
 
 #include <bpf/libbpf.h>
 #include <stdarg.h>
+#include <stdio.h>
 
 /* tables.c: from metrics/<family>.def */
 struct virt_metric_info {
@@ -37,6 +38,11 @@ extern uint64_t virt_refreshes;
 void virt_poll_families(void);		/* every poll interval and at start */
 void virt_refresh_family(struct virt_family *fam);
 void virt_shutdown_families(void);
+
+/* ksyms.c: virt_ksym_lookup's /proc/kallsyms pass ("addr type name
+ * [module]" lines; the first line with a name wins) */
+int virt_ksym_scan(FILE *f, const char *const names[], uint64_t addrs[], bool present[],
+		   unsigned int n);
 
 /* fetch.c: the PMDA callbacks */
 int virt_fetch(int numpmid, pmID *pmidlist, pmResult **resp, pmdaExt *pmda);

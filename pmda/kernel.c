@@ -48,23 +48,10 @@ bool virt_tracepoint_exists(const char *system, const char *event)
 
 bool virt_ksym_exists(const char *name)
 {
-	char line[512];
-	bool found = false;
-	FILE *f = fopen("/proc/kallsyms", "r");
+	uint64_t addr;
+	bool present;
 
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		char *sym = strchr(line, ' ');
-
-		if (sym && (sym = strchr(sym + 1, ' '))) {
-			size_t n = strcspn(++sym, " \t\n");
-
-			found = strlen(name) == n && strncmp(sym, name, n) == 0;
-		}
-	}
-	fclose(f);
-	return found;
+	return virt_ksym_lookup(&name, &addr, &present, 1) > 0;
 }
 
 uint64_t virt_mono_ns(void)
@@ -149,6 +136,7 @@ static unsigned int autoloaded(struct bpf_object *obj)
 static struct virt_skel *attach_one(struct virt_family *fam, const struct virt_attach_ops *ops,
 				    const char *method, char *why, size_t len)
 {
+	uint64_t t0 = virt_mono_ns(), t1, t2;
 	struct virt_skel *skel = ops->open();
 	unsigned int n;
 	int err;
@@ -161,14 +149,20 @@ static struct virt_skel *attach_one(struct virt_family *fam, const struct virt_a
 	if (ops->configure && ops->configure(fam, skel, method, why, len) < 0)
 		goto fail;
 	n = autoloaded(skel->obj);
+	t1 = virt_mono_ns();
 	if ((err = bpf_object__load_skeleton(skel->skeleton))) {
 		snprintf(why, len, "load: %s", strerror(-err));
 		goto fail;
 	}
+	t2 = virt_mono_ns();
 	if ((err = bpf_object__attach_skeleton(skel->skeleton))) {
 		snprintf(why, len, "attach: %s", strerror(-err));
 		goto fail;
 	}
+	pmNotifyErr(LOG_INFO, "%s: %s: open %llu ms, load %llu ms (%u programs), attach %llu ms",
+		    fam->name, method, (unsigned long long)(t1 - t0) / 1000000,
+		    (unsigned long long)(t2 - t1) / 1000000, n,
+		    (unsigned long long)(virt_mono_ns() - t2) / 1000000);
 	if (ops->attached && ops->attached(fam, skel, why, len) < 0)
 		goto fail;
 	fam->programs = n;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* libbpf's messages during an attach are held, and written to the log
  * only if the attach succeeds or fails for a reason not logged before: a
@@ -140,9 +141,17 @@ static void log_failure(struct virt_family *fam)
 	snprintf(last, VIRT_REASON_MAX, "%s", fam->reason);
 }
 
+static uint64_t cpu_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 static void try_attach(struct virt_family *fam)
 {
-	uint64_t start;
+	uint64_t start, cpu;
 	int rc;
 
 	if (!fam->mod)
@@ -156,12 +165,14 @@ static void try_attach(struct virt_family *fam)
 	fam->attach_attempts++;
 	fam->reason[0] = '\0';
 	start = virt_now_ms();
+	cpu = cpu_ms();
 	hold_libbpf_log();
 	rc = fam->mod->attach(fam);
 	if (rc == VIRT_ATTACHED) {
 		release_libbpf_log(true);
-		pmNotifyErr(LOG_INFO, "%s: attached in %llu ms", fam->name,
-			    (unsigned long long)(virt_now_ms() - start));
+		pmNotifyErr(LOG_INFO, "%s: attached in %llu ms (%llu ms on CPU)", fam->name,
+			    (unsigned long long)(virt_now_ms() - start),
+			    (unsigned long long)(cpu_ms() - cpu));
 		retry[fam - virt_families].failures = 0;
 		set_state(fam, VIRT_ACTIVE);
 	} else {

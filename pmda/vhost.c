@@ -13,8 +13,8 @@
  *
  * Instances "<owner pid>/<device><n>/<queue>": owner pid = tgid of
  * dev->mm->owner (the VMM process that did VHOST_SET_OWNER), device = net,
- * vsock or scsi (from the queue's handle_kick function, resolved through
- * /proc/kallsyms), n = 0, 1, ... per owner and kind in order of first sight
+ * vsock or scsi (from the queue's handle_kick function, by address:
+ * virt_ksym_lookup), n = 0, 1, ... per owner and kind in order of first sight
  * (lowest free number), queue = rx/tx for net and vsock, the vq index for
  * scsi. A queue is in the instance domain from its first wakeup or handler
  * run after the family attached until the refresh after vhost_dev_cleanup()
@@ -98,7 +98,7 @@ struct q_ptr {
 	bool seen;
 };
 
-/* handle_kick functions by address (from /proc/kallsyms). */
+/* handle_kick functions by address (virt_ksym_lookup). */
 struct kick_fn {
 	uint64_t addr;
 	const char *kind;		/* net, vsock, scsi; NULL: not a known handler */
@@ -166,7 +166,7 @@ static bool vhost_ready(struct virt_family *fam)
 /* ------------------------------------------------------------ attach */
 
 static int on_record(void *ctx, void *data, size_t size);
-static void read_kallsyms(struct vhost_state *st);
+static void find_handlers(struct vhost_state *st);
 
 /* Keep only the handler programs of drivers that are loaded: fentry and
  * kprobe on a function of a module that is not there cannot load/attach. */
@@ -277,9 +277,9 @@ static int vhost_attach(struct virt_family *fam)
 	st->bpf_drops = 0;
 	if (!(st->skel = (struct vhost_bpf *)virt_attach_skel(fam, &vhost_ops)))
 		return -ENOENT;
-	/* now, not on the first kick: reading /proc/kallsyms took 3.3 s of
-	 * a fetch under load in the test VM (qa 504), and pmcd waits 5 s */
-	read_kallsyms(st);
+	/* now, not in the fetch that sees the first kick (where pmcd's 5 s
+	 * timeout runs) */
+	find_handlers(st);
 	return VIRT_ATTACHED;
 }
 
@@ -297,12 +297,13 @@ static const struct {
 	{ "vhost_scsi_evt_handle_kick", "scsi", NULL },
 };
 
-/* Addresses of the known handlers, read again when an unknown address
- * shows up (a driver module loaded since). */
-static void read_kallsyms(struct vhost_state *st)
+/* Addresses of the known handlers, looked up again when an unknown
+ * address shows up (a driver module loaded since). */
+static void find_handlers(struct vhost_state *st)
 {
-	char line[512];
-	FILE *f = fopen("/proc/kallsyms", "r");
+	const char *names[VIRT_ARRAY_SIZE(kick_syms)];
+	uint64_t addrs[VIRT_ARRAY_SIZE(kick_syms)];
+	bool present[VIRT_ARRAY_SIZE(kick_syms)];
 	unsigned int keep = 0;
 
 	/* forget the known handlers, keep the unknown addresses */
@@ -310,23 +311,14 @@ static void read_kallsyms(struct vhost_state *st)
 		if (!st->fns[i].kind)
 			st->fns[keep++] = st->fns[i];
 	st->nfns = keep;
-	if (!f)
+	for (size_t k = 0; k < VIRT_ARRAY_SIZE(kick_syms); k++)
+		names[k] = kick_syms[k].sym;
+	if (virt_ksym_lookup(names, addrs, present, VIRT_ARRAY_SIZE(kick_syms)) <= 0)
 		return;
-	while (fgets(line, sizeof(line), f) && st->nfns < VIRT_ARRAY_SIZE(st->fns)) {
-		unsigned long long addr;
-		char type, sym[256];
-
-		/* ~100 000 lines: only the few with a handler name are parsed */
-		if (!strstr(line, "_kick"))
-			continue;
-		if (sscanf(line, "%llx %c %255s", &addr, &type, sym) != 3 || addr == 0)
-			continue;
-		for (size_t k = 0; k < VIRT_ARRAY_SIZE(kick_syms); k++)
-			if (strcmp(sym, kick_syms[k].sym) == 0)
-				st->fns[st->nfns++] = (struct kick_fn){ addr, kick_syms[k].kind,
-									kick_syms[k].queue };
-	}
-	fclose(f);
+	for (size_t k = 0; k < VIRT_ARRAY_SIZE(kick_syms) && st->nfns < VIRT_ARRAY_SIZE(st->fns); k++)
+		if (addrs[k])
+			st->fns[st->nfns++] = (struct kick_fn){ addrs[k], kick_syms[k].kind,
+								kick_syms[k].queue };
 }
 
 static const struct kick_fn *kick_fn_of(struct vhost_state *st, uint64_t addr)
@@ -336,7 +328,7 @@ static const struct kick_fn *kick_fn_of(struct vhost_state *st, uint64_t addr)
 			if (st->fns[i].addr == addr)
 				return &st->fns[i];
 		if (pass == 0)
-			read_kallsyms(st);
+			find_handlers(st);
 	}
 	if (st->nfns < VIRT_ARRAY_SIZE(st->fns))	/* unknown: do not scan again for it */
 		st->fns[st->nfns++] = (struct kick_fn){ addr, NULL, NULL };

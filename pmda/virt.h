@@ -137,7 +137,12 @@ int virt_label_vm(pmLabelSet **lp, const struct vmid *vm);
 bool virt_kmod_present(const char *name);	/* /sys/module/<name> */
 bool virt_kmod_btf(const char *name);		/* /sys/kernel/btf/<name> */
 bool virt_tracepoint_exists(const char *system, const char *event);
-bool virt_ksym_exists(const char *name);	/* /proc/kallsyms, slow: attach only */
+bool virt_ksym_exists(const char *name);	/* virt_ksym_lookup: attach only */
+/* Kernel (vmlinux or module) symbols by name: present[i], and addrs[i]
+ * (0 when absent or hidden by kptr_restrict). A BPF lookup where the
+ * kernel has one (5.16+), else one pass over /proc/kallsyms; returns how
+ * many are present, or -errno. */
+int virt_ksym_lookup(const char *const names[], uint64_t addrs[], bool present[], unsigned int n);
 uint64_t virt_mono_ns(void);			/* CLOCK_MONOTONIC */
 
 /* Attach strategy: try each method in order until one attaches. try()
