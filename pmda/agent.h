@@ -49,6 +49,9 @@ int virt_fetch(int numpmid, pmID *pmidlist, pmResult **resp, pmdaExt *pmda);
 int virt_instance(pmInDom indom, int inst, char *name, pmInResult **result, pmdaExt *pmda);
 int virt_fetch_callback(pmdaMetric *mdesc, unsigned int inst, pmAtomValue *atom);
 
+/* labels.c: instance labels from the modules (pmdaSetLabelCallBack) */
+int virt_label_callback(pmInDom indom, unsigned int inst, pmLabelSet **lp);
+
 static inline uint64_t virt_now_ms(void)
 {
 	return virt_mono_ns() / 1000000;

@@ -210,6 +210,7 @@ int main(int argc, char **argv)
 	dispatch.version.seven.fetch = virt_fetch;
 	dispatch.version.seven.instance = virt_instance;
 	pmdaSetFetchCallBack(&dispatch, virt_fetch_callback);
+	pmdaSetLabelCallBack(&dispatch, virt_label_callback);
 	virt_setup_module_indom();
 	pmdaInit(&dispatch, virt_indomtab, VIRT_NINDOMS, virt_metrictab, VIRT_NMETRICS);
 

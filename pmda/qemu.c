@@ -32,6 +32,7 @@
 #include "rows.h"
 #include "qemu.h"
 #include "qemu.skel.h"
+#include "vmid.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -101,6 +102,7 @@ struct p_row {
 	struct virt_keyed k;
 	struct virt_row txp, txb, txs;
 	uint32_t pid;
+	uint64_t start;			/* the process's start time (vmid.h) */
 	struct q_bin *bin;
 	uint64_t sum[NSCALAR], base[NSCALAR], last[NW];
 	bool present;			/* in the latest /proc scan */
@@ -461,18 +463,34 @@ static struct q_bin *bin_of(struct qemu_state *st, const struct stat *sb, const 
 	return b;
 }
 
+static void proc_free(struct qemu_state *st, struct p_row *r);
+
+/* The row of process pid, named by its VM (vmid.h); created when asked
+ * (a new process, or a reused pid: the old row goes). A row of an exited
+ * process that held the name goes too: a VM restarted under its name gets
+ * the same instance name, with counters from zero. */
 static struct p_row *proc_of(struct qemu_state *st, uint32_t pid, bool create)
 {
-	struct p_row *r = virt_table_find(&st->procs, pid);
-	char name[16];
+	struct p_row *r = virt_table_find(&st->procs, pid), *old;
+	const struct vmid *vm;
+	char name[VMID_NAME_MAX + 1];
 
-	if (r || !create)
+	if (!create)
 		return r;
-	snprintf(name, sizeof(name), "%u", pid);
+	if (!(vm = virt_vm_of(pid)))
+		return NULL;		/* gone */
+	if (r && r->start == vm->start)
+		return r;
+	if (r)
+		proc_free(st, r);
+	snprintf(name, sizeof(name), "%s", vm->name);
+	if ((old = virt_table_find_name(&st->procs, name)))
+		proc_free(st, old);
 	if (!(r = virt_table_add(&st->procs, pid, virt_indom(VIRT_I_QEMU_PROC),
 				 virt_indom(VIRT_I_QEMU_RX_HIST), name)))
 		return NULL;
 	r->pid = pid;
+	r->start = vm->start;
 	virt_row_init(&r->txp, PM_INDOM_NULL, virt_indom(VIRT_I_QEMU_TXP_HIST), name);
 	virt_row_init(&r->txb, PM_INDOM_NULL, virt_indom(VIRT_I_QEMU_TXB_HIST), name);
 	virt_row_init(&r->txs, PM_INDOM_NULL, virt_indom(VIRT_I_QEMU_TXS_HIST), name);
@@ -758,9 +776,9 @@ static struct v_row *vq_add(struct qemu_state *st, const struct qemu_vq_key *k,
 	if (!p)
 		return NULL;
 	if (info && info->vdev)
-		n = snprintf(name, sizeof(name), "%u/dev%u/", p->pid, dev_number(p, info->vdev));
+		n = snprintf(name, sizeof(name), "%s/dev%u/", p->k.row.name, dev_number(p, info->vdev));
 	else
-		n = snprintf(name, sizeof(name), "%u/dev_unknown/", p->pid);
+		n = snprintf(name, sizeof(name), "%s/dev_unknown/", p->k.row.name);
 	if (info && info->index >= 0)
 		snprintf(name + n, sizeof(name) - (size_t)n, "%lld", (long long)info->index);
 	else
@@ -895,6 +913,43 @@ static int qemu_fetch(struct virt_family *fam, enum virt_metric_id m, unsigned i
 	}
 }
 
+/* "<vm>/<device>/<queue>": the device and queue labels of a virtqueue */
+static int vq_labels(const char *name, pmLabelSet **lp)
+{
+	const char *d = strchr(name, '/'), *q = d ? strchr(d + 1, '/') : NULL;
+	char dev[VIRT_NAME_MAX];
+	int sts;
+
+	if (!q)
+		return 0;
+	snprintf(dev, sizeof(dev), "%.*s", (int)(q - d - 1), d + 1);
+	if ((sts = virt_label_add(lp, "device", dev)) < 0)
+		return sts;
+	return virt_label_add(lp, "queue", q + 1);
+}
+
+/* A process's labels: its VM's; a virtqueue's: its VM's, device, queue. */
+static int qemu_labels(struct virt_family *fam, enum virt_indom_id indom, unsigned int inst,
+		       pmLabelSet **lp)
+{
+	struct qemu_state *st = fam->priv;
+	struct virt_row *row;
+	uint32_t pid;
+	int sts;
+
+	if (!st || !(row = virt_row_of(virt_indom(indom), inst)))
+		return 0;
+	if (indom == VIRT_I_QEMU_PROC)
+		pid = VIRT_ENTRY_OF(row, struct p_row)->pid;
+	else if (indom == VIRT_I_QEMU_VQ)
+		pid = (uint32_t)VIRT_ENTRY_OF(row, struct v_row)->key.tgid;
+	else
+		return 0;
+	if ((sts = virt_label_vm(lp, virt_vm_of(pid))) < 0 || indom == VIRT_I_QEMU_PROC)
+		return sts;
+	return vq_labels(row->name, lp);
+}
+
 const struct virt_module virt_module = {
 	.abi = VIRT_MODULE_ABI,
 	.name = "qemu",
@@ -905,4 +960,5 @@ const struct virt_module virt_module = {
 	.detach = qemu_detach,
 	.refresh = qemu_refresh,
 	.fetch = qemu_fetch,
+	.labels = qemu_labels,
 };

@@ -31,6 +31,7 @@
 #include "rows.h"
 #include "vhost.h"
 #include "vhost.skel.h"
+#include "vmid.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -71,7 +72,12 @@ struct q_row {
 	uint64_t sum[SW];
 	uint32_t owner;
 	unsigned int live;
+	bool named;			/* the owner's VM has a name (vmid.h) */
 };
+
+/* Rows of exited named VMs kept (retired, counts folded) so that a VM
+ * restarted under its name carries its counters on; at most this many. */
+#define KEEP_EXITED 1024
 
 /* A vhost device seen in the queues map. */
 struct v_dev {
@@ -367,16 +373,23 @@ static void dev_put(struct vhost_state *st, struct v_dev *d)
 		virt_table_remove(&st->devs, d);
 }
 
-static struct q_row *row_get(struct vhost_state *st, const char *name, uint32_t owner)
+static struct q_row *row_get(struct vhost_state *st, const char *name, uint32_t owner, bool named)
 {
 	struct q_row *r = virt_table_find_name(&st->rows, name);
 
-	if (r || !(r = virt_table_add(&st->rows, virt_name_key(name), virt_indom(VIRT_I_VHOST_QUEUE),
+	if (r) {
+		/* names are unique among live VMs: another owner exited, this
+		 * is its VM restarted under the name */
+		r->owner = owner;
+		return r;
+	}
+	if (!(r = virt_table_add(&st->rows, virt_name_key(name), virt_indom(VIRT_I_VHOST_QUEUE),
 				      virt_indom(VIRT_I_VHOST_LATENCY_HIST), name)))
 		return r;
 	virt_row_init(&r->pkts, PM_INDOM_NULL, virt_indom(VIRT_I_VHOST_PACKETS_HIST), name);
 	virt_row_init(&r->bytes, PM_INDOM_NULL, virt_indom(VIRT_I_VHOST_BYTES_HIST), name);
 	r->owner = owner;
+	r->named = named;
 	return r;
 }
 
@@ -386,7 +399,8 @@ static struct q_ptr *ptr_add(struct vhost_state *st, size_t slot, uint64_t vq,
 {
 	const struct kick_fn *fn = kick_fn_of(st, v->fn);
 	const char *kind = fn ? fn->kind : "vhost";
-	char name[VIRT_NAME_MAX], qname[16], clean[VIRT_NAME_MAX];
+	char name[VIRT_NAME_MAX], qname[16];
+	const struct vmid *vm = virt_vm_of(v->owner);
 	struct v_dev *d;
 	struct q_row *r;
 	struct q_ptr *p;
@@ -401,10 +415,13 @@ static struct q_ptr *ptr_add(struct vhost_state *st, size_t slot, uint64_t vq,
 		snprintf(qname, sizeof(qname), "%u", v->index);
 	else
 		snprintf(qname, sizeof(qname), "unknown");
-	snprintf(name, sizeof(name), "%u/%s%u/%s", v->owner, kind, d->id, qname);
-	virt_sanitize(clean, sizeof(clean), name);
+	/* "<vm>/<device>/<queue>": the VM's name (vmid.h) or its pid */
+	if (vm)
+		snprintf(name, sizeof(name), "%s/%s%u/%s", vm->name, kind, d->id, qname);
+	else
+		snprintf(name, sizeof(name), "%u/%s%u/%s", v->owner, kind, d->id, qname);
 	d->refs++;
-	if (!(r = row_get(st, clean, v->owner)) ||
+	if (!(r = row_get(st, name, v->owner, vm && vm->named)) ||
 	    !(p = virt_table_add(&st->ptrs, vq, PM_INDOM_NULL, PM_INDOM_NULL, ""))) {
 		dev_put(st, d);
 		return NULL;
@@ -692,7 +709,7 @@ static int vhost_refresh(struct virt_family *fam)
 			p->row->sum[w] += p->last[w];
 		p->row->live++;
 	}
-	for (size_t i = 0; i < st->rows.n;) {
+	for (size_t i = 0, kept = 0; i < st->rows.n;) {
 		struct q_row *r = (struct q_row *)st->rows.v[i];
 
 		virt_row_set(&r->k.row, NULL, 0, &r->sum[W(lat)]);
@@ -705,7 +722,7 @@ static int vhost_refresh(struct virt_family *fam)
 			i++;
 		} else {
 			row_retire(r);
-			if (!pid_alive(r->owner))
+			if (!pid_alive(r->owner) && (!r->named || kept++ >= KEEP_EXITED))
 				row_remove(st, r);
 			else
 				i++;
@@ -751,6 +768,28 @@ static int vhost_fetch(struct virt_family *fam, enum virt_metric_id m, unsigned 
 	return fetch_events(fam->priv, atom);
 }
 
+/* A queue's labels: its VMM's (vm_name, vm_uuid, vmm, vmm_pid), device
+ * and queue, from "<vm>/<device>/<queue>". */
+static int vhost_labels(struct virt_family *fam, enum virt_indom_id indom, unsigned int inst,
+			pmLabelSet **lp)
+{
+	struct virt_row *row;
+	const char *d, *q;
+	char dev[VIRT_NAME_MAX];
+	int sts;
+
+	if (!fam->priv || indom != VIRT_I_VHOST_QUEUE || !(row = virt_row_of(virt_indom(indom), inst)))
+		return 0;
+	if ((sts = virt_label_vm(lp, virt_vm_of(VIRT_ENTRY_OF(row, struct q_row)->owner))) < 0)
+		return sts;
+	if (!(d = strchr(row->name, '/')) || !(q = strchr(d + 1, '/')))
+		return 0;
+	snprintf(dev, sizeof(dev), "%.*s", (int)(q - d - 1), d + 1);
+	if ((sts = virt_label_add(lp, "device", dev)) < 0)
+		return sts;
+	return virt_label_add(lp, "queue", q + 1);
+}
+
 const struct virt_module virt_module = {
 	.abi = VIRT_MODULE_ABI,
 	.name = "vhost",
@@ -762,4 +801,5 @@ const struct virt_module virt_module = {
 	.refresh = vhost_refresh,
 	.fetch = vhost_fetch,
 	.answers = vhost_answers,
+	.labels = vhost_labels,
 };

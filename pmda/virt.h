@@ -24,7 +24,7 @@
  * high word and a checksum of metrics/<*>.def (build/tables.h, made by the
  * GNUmakefile) in the low one. */
 #include "tables.h"
-#define VIRT_MODULE_VERSION 3u
+#define VIRT_MODULE_VERSION 4u
 #define VIRT_MODULE_ABI ((uint64_t)VIRT_MODULE_VERSION << 32 | VIRT_TABLES_CRC)
 
 /* Global metric ids: VIRT_M_<ID> for every VIRT_METRIC in metrics/<family>.def. */
@@ -108,6 +108,11 @@ struct virt_module {
 	/* VIRT_NMETRICS answers by metric id (pmda/rows.h), or NULL: the
 	 * metrics the agent answers from the rows without the module. */
 	const struct virt_answer *answers;
+	/* PCP instance labels (pmdaLabel(3)) of instance inst of the family's
+	 * instance domain indom, added to *lp with virt_label_add() or
+	 * virt_label_vm(): 0 or -errno. NULL: the family has none. */
+	int (*labels)(struct virt_family *fam, enum virt_indom_id indom,
+		      unsigned int inst, pmLabelSet **lp);
 };
 
 /*
@@ -116,6 +121,17 @@ struct virt_module {
 pmInDom virt_indom(enum virt_indom_id id);
 void virt_set_reason(struct virt_family *fam, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* The VM identity of VMM process pid (pmda/vmid.h: name, UUID, VMM kind),
+ * one per process for the whole agent, so every family names a VM alike;
+ * resolved from /proc on first sight and again when the pid is reused.
+ * NULL when the process is gone. Valid until the next call. */
+struct vmid;
+const struct vmid *virt_vm_of(uint32_t pid);
+/* Add the label {"name":"value"} to *lp (value JSON-escaped); 0 or -errno. */
+int virt_label_add(pmLabelSet **lp, const char *name, const char *value);
+/* vm_name (when the VM has one), vm_uuid (when known), vmm and vmm_pid. */
+int virt_label_vm(pmLabelSet **lp, const struct vmid *vm);
 
 /* Kernel introspection: cheap checks, no bpf() calls. */
 bool virt_kmod_present(const char *name);	/* /sys/module/<name> */

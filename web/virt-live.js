@@ -2,12 +2,16 @@
  * pmdavirt live page: polls pmproxy's REST API (/pmapi) and draws heatmaps
  * of the agent's log2 histograms and tables of per-queue rates. Plain JS,
  * no build step. Parameters (query string): pmproxy=<url> (default: this
- * host, port 44322), interval=<seconds> (default 2), span=<polls> (60),
+ * host, port 44322), host=<pmcd host> (the host pmproxy asks; default
+ * pmproxy's own), interval=<seconds> (default 2), span=<polls> (60),
+ * prefix=<metric>:<prefix> (repeatable: the heatmap of that histogram
+ * starts on that reason, queue, VM or process; default the busiest),
  * snapshot (each heatmap's pixels as a PNG data URL in its canvas's
  * data-png attribute: for tests that read the DOM, not a screenshot).
  *
  * Histogram instances are "<prefix>::<lo>-<hi>"; like grafana-pcp, the
- * bucket is read from what follows the first '-' (its upper bound).
+ * bucket is read from what follows the first '-' (its upper bound), and
+ * each prefix gets a heatmap of its own (one at a time, chosen in a list).
  */
 'use strict';
 
@@ -16,6 +20,13 @@ const PMPROXY = (params.get('pmproxy') || `${location.protocol}//${location.host
 const INTERVAL = Math.max(0.5, Number(params.get('interval')) || 2);
 const SPAN = Math.max(5, Number(params.get('span')) || 60);
 const SNAPSHOT = params.has('snapshot');
+const HOST = params.get('host') || '';
+const chosen = {};       // histogram metric -> prefix the user picked
+for (const p of params.getAll('prefix')) {
+  const colon = p.indexOf(':');
+  if (colon > 0)
+    chosen[p.slice(0, colon)] = p.slice(colon + 1);
+}
 
 const HISTOGRAMS = [
   ['virt.kvm.exit.latency', 'KVM exit to entry (ns)'],
@@ -25,7 +36,19 @@ const HISTOGRAMS = [
   ['virt.vhost.latency', 'vhost wakeup to handler (ns)'],
   ['virt.vhost.batch.packets', 'vhost packets per run'],
   ['virt.vhost.batch.bytes', 'vhost bytes per run'],
+  ['virt.qemu.net.rx.bytes', 'QEMU received packet size (bytes)'],
+  ['virt.qemu.net.tx.packets', 'QEMU packets per TX flush'],
+  ['virt.qemu.net.tx.bytes', 'QEMU bytes per TX flush'],
+  ['virt.qemu.net.tx.sizes', 'QEMU sent packet size (bytes)'],
 ];
+
+// first, so that an empty page says why
+const MODULES = ['modules', [
+  ['virt.control.module.status', 'status', 'value'],
+  ['virt.control.module.method', 'method', 'value'],
+  ['virt.control.module.programs', 'programs', 'value'],
+  ['virt.control.module.dropped', 'dropped/s', 'rate'],
+]];
 
 // [metric, column, kind]: rate = counter per second, value = as fetched
 const TABLES = [
@@ -58,13 +81,13 @@ const TABLES = [
   ]],
 ];
 
-const METRICS = HISTOGRAMS.map(h => h[0]).concat(...TABLES.map(t => t[1].map(c => c[0])));
+const METRICS = HISTOGRAMS.map(h => h[0]).concat(...[MODULES].concat(TABLES).map(t => t[1].map(c => c[0])));
 
 let context = null;
 const names = {};        // metric -> {instance id -> name}
 let prev = null;         // metric -> {name -> value}, at prevTime
 let prevTime = 0;
-const columns = {};      // histogram metric -> [{bucket -> events/s}] (oldest first)
+const columns = {};      // histogram metric -> {prefix -> [{bucket -> events/s}]} (oldest first)
 
 async function getJSON(path) {
   const r = await fetch(PMPROXY + path);
@@ -75,7 +98,8 @@ async function getJSON(path) {
 
 async function ensureContext() {
   if (context === null)
-    context = (await getJSON(`/pmapi/context?polltimeout=${Math.ceil(INTERVAL * 10)}`)).context;
+    context = (await getJSON(`/pmapi/context?polltimeout=${Math.ceil(INTERVAL * 10)}` +
+                             (HOST ? `&hostspec=${encodeURIComponent(HOST)}` : ''))).context;
   return context;
 }
 
@@ -116,18 +140,40 @@ function bucketOf(name) {
 }
 
 function pushColumn(metric, now, then, dt) {
-  const col = {};
+  const cols = {};
   for (const [inst, v] of Object.entries(now[metric] || {})) {
     const b = bucketOf(inst);
     const before = then && then[metric] ? then[metric][inst] || 0 : null;
     if (!b || before === null || v < before)
       continue;
+    const col = cols[b.prefix] || (cols[b.prefix] = {});
     col[b.hi] = (col[b.hi] || 0) + (v - before) / dt;
   }
-  const cols = columns[metric] || (columns[metric] = []);
-  cols.push(col);
-  while (cols.length > SPAN)
-    cols.shift();
+  const byPrefix = columns[metric] || (columns[metric] = {});
+  for (const prefix of new Set(Object.keys(byPrefix).concat(Object.keys(cols)))) {
+    const list = byPrefix[prefix] || (byPrefix[prefix] = []);
+    list.push(cols[prefix] || {});
+    while (list.length > SPAN)
+      list.shift();
+  }
+}
+
+function eventsOf(cols) {
+  return cols.reduce((n, c) => n + Object.values(c).reduce((a, v) => a + v, 0), 0);
+}
+
+// The prefix to draw: the user's pick while it has data, else the busiest
+function prefixToDraw(metric) {
+  const byPrefix = columns[metric] || {};
+  if (chosen[metric] in byPrefix)
+    return chosen[metric];
+  let best = null, most = -1;
+  for (const [prefix, cols] of Object.entries(byPrefix)) {
+    const n = eventsOf(cols);
+    if (n > most)
+      [best, most] = [prefix, n];
+  }
+  return best;
 }
 
 function heatmapElement(metric, title) {
@@ -137,9 +183,12 @@ function heatmapElement(metric, title) {
   box = document.createElement('div');
   box.className = 'heatmap';
   box.id = 'hm-' + metric;
-  box.innerHTML = `<h2></h2><canvas width="${SPAN * 6}" height="200"></canvas><span class="axis"></span>`;
+  box.innerHTML = `<h2></h2><select></select><canvas width="${SPAN * 6}" height="200"></canvas><span class="axis"></span>`;
   box.querySelector('h2').textContent = title;
   box.querySelector('canvas').dataset.metric = metric;
+  const select = box.querySelector('select');
+  select.dataset.metric = metric;
+  select.addEventListener('change', () => { chosen[metric] = select.value; drawHeatmap(metric, title); });
   document.getElementById('heatmaps').appendChild(box);
   return box;
 }
@@ -148,7 +197,9 @@ function drawHeatmap(metric, title) {
   const box = heatmapElement(metric, title);
   const canvas = box.querySelector('canvas');
   const g = canvas.getContext('2d');
-  const cols = columns[metric] || [];
+  const prefix = prefixToDraw(metric);
+  const cols = prefix === null ? [] : columns[metric][prefix];
+  fillSelect(box.querySelector('select'), metric, prefix);
   const his = new Set();
   let max = 0;
   for (const c of cols)
@@ -176,6 +227,7 @@ function drawHeatmap(metric, title) {
     });
   }
   canvas.dataset.cells = cells;
+  canvas.dataset.prefix = prefix === null ? '' : prefix;
   if (SNAPSHOT)
     canvas.dataset.png = canvas.toDataURL('image/png');
   box.querySelector('.axis').textContent = rows.length
@@ -183,7 +235,23 @@ function drawHeatmap(metric, title) {
     : 'no events yet';
 }
 
-function drawTable(title, cols, now, then, dt) {
+// One option per prefix, busiest first, with its events over the span
+function fillSelect(select, metric, prefix) {
+  const byPrefix = columns[metric] || {};
+  const order = Object.keys(byPrefix).map(p => [p, eventsOf(byPrefix[p])]).sort((a, b) => b[1] - a[1]);
+  select.textContent = '';
+  for (const [p, n] of order) {
+    const o = document.createElement('option');
+    o.value = p;
+    o.textContent = `${p} (${Math.round(n * INTERVAL)} events)`;
+    if (p === prefix)
+      o.setAttribute('selected', '');
+    select.appendChild(o);
+  }
+  select.hidden = order.length === 0;
+}
+
+function drawTable(title, cols, now, then, dt, where = 'tables') {
   const id = 'tb-' + title.replace(/\W/g, '_');
   let box = document.getElementById(id);
   if (!box) {
@@ -197,7 +265,7 @@ function drawTable(title, cols, now, then, dt) {
       th.textContent = c[1];
       tr.appendChild(th);
     }
-    document.getElementById('tables').appendChild(box);
+    document.getElementById(where).appendChild(box);
   }
   const insts = new Set();
   for (const c of cols)
@@ -234,6 +302,7 @@ async function poll() {
   try {
     const s = await sample();
     const dt = prev ? Math.max(1e-3, s.time - prevTime) : 0;
+    drawTable(MODULES[0], MODULES[1], s.values, prev, dt, 'modules');
     for (const [metric, title] of HISTOGRAMS) {
       if (prev)
         pushColumn(metric, s.values, prev, dt);
@@ -254,7 +323,7 @@ async function poll() {
   setTimeout(poll, INTERVAL * 1000);
 }
 
-document.getElementById('source').textContent = PMPROXY;
+document.getElementById('source').textContent = PMPROXY + (HOST ? ` (host ${HOST})` : '');
 document.getElementById('interval').textContent = INTERVAL;
 document.getElementById('span').textContent = SPAN;
 poll();

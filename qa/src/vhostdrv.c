@@ -39,6 +39,8 @@
  *   -w SECS   after the summary, linger SECS seconds with everything still
  *             open (the vhost device and its worker thread stay alive)
  *   -q        quiet: no summary on stdout (exit status still tells)
+ *   -- ARGS   ignored: with exec -a, a VMM's command line for the VM
+ *             identity tests (qa 306: Firecracker's --id)
  *   -v        verbose: set-up details on stderr
  *
  * Set-up, in QEMU's order: open /dev/net/tun, TUNSETIFF IFF_TAP|IFF_NO_PI|
@@ -407,7 +409,8 @@ int main(int argc, char **argv)
 		default: usage();
 		}
 	}
-	if (optind != argc || strlen(ifname) >= IFNAMSIZ)
+	/* after "--": ignored, a VMM's command line to look like (qa 306) */
+	if ((optind != argc && strcmp(argv[optind - 1], "--") != 0) || strlen(ifname) >= IFNAMSIZ)
 		usage();
 	if (rx_frames && tx_only)
 		die(1, "-r needs the RX backend (not with -t)");

@@ -1,0 +1,80 @@
+/*
+ * Instance labels (pmdaLabel(3)): pmdaLabel asks virt_label_callback for
+ * each instance of a metric's instance domain; the family that owns the
+ * domain answers through its module's labels(). And the agent-wide VM
+ * identities behind the labels and instance names of per-VM instances.
+ */
+#include "agent.h"
+#include "vmid.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+static struct vmid_set vms;
+
+const struct vmid *virt_vm_of(uint32_t pid)
+{
+	return vmid_set_lookup(&vms, pid);
+}
+
+/* JSON string body of src: '"' and '\\' escaped, control bytes as '_'
+ * (names are sanitised already; this is for anything else). */
+static void json_escape(char *dst, size_t len, const char *src)
+{
+	size_t o = 0;
+
+	for (; *src && o + 3 < len; src++) {
+		unsigned char c = (unsigned char)*src;
+
+		if (c == '"' || c == '\\')
+			dst[o++] = '\\';
+		dst[o++] = *src;
+		if (c < 0x20)
+			dst[o - 1] = '_';
+	}
+	dst[o] = '\0';
+}
+
+int virt_label_add(pmLabelSet **lp, const char *name, const char *value)
+{
+	char esc[512];
+	int sts;
+
+	json_escape(esc, sizeof(esc), value);
+	sts = pmdaAddLabels(lp, "{\"%s\":\"%s\"}", name, esc);
+	return sts < 0 ? sts : 0;
+}
+
+int virt_label_vm(pmLabelSet **lp, const struct vmid *vm)
+{
+	int sts = 0;
+
+	if (!vm)
+		return 0;
+	if (vm->named && (sts = virt_label_add(lp, "vm_name", vm->name)) < 0)
+		return sts;
+	if (vm->uuid[0] && (sts = virt_label_add(lp, "vm_uuid", vm->uuid)) < 0)
+		return sts;
+	if ((sts = virt_label_add(lp, "vmm", vmid_vmm_name(vm->vmm))) < 0)
+		return sts;
+	sts = pmdaAddLabels(lp, "{\"vmm_pid\":%u}", vm->pid);
+	return sts < 0 ? sts : 0;
+}
+
+int virt_label_callback(pmInDom indom, unsigned int inst, pmLabelSet **lp)
+{
+	for (int id = 0; id < VIRT_NINDOMS; id++) {
+		struct virt_family *fam;
+		int sts;
+
+		if (virt_indomtab[id].it_indom != indom)
+			continue;
+		fam = &virt_families[virt_indom_family[id]];
+		if (!fam->mod || !fam->mod->labels)
+			return 0;
+		if ((sts = fam->mod->labels(fam, (enum virt_indom_id)id, inst, lp)) < 0)
+			return sts;
+		return *lp ? (*lp)->nlabels : 0;
+	}
+	return 0;
+}
