@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 static struct vmid_set vms;
 
@@ -61,20 +62,44 @@ int virt_label_vm(pmLabelSet **lp, const struct vmid *vm)
 	return sts < 0 ? sts : 0;
 }
 
+/* A histogram bucket "<prefix>::<lo>-<hi>": its prefix (the reason,
+ * queue, hypercall, VM or process the instance domain is about) and
+ * bounds, for pmseries and grafana-pcp queries by label. */
+static int label_bucket(pmInDom indom, unsigned int inst, pmLabelSet **lp)
+{
+	char *name, prefix[256];
+	unsigned long long lo, hi;
+	const char *sep;
+	int n = 0;
+
+	if (pmdaCacheLookup(indom, (int)inst, &name, NULL) != PMDA_CACHE_ACTIVE ||
+	    !(sep = strstr(name, "::")) || (size_t)(sep - name) >= sizeof(prefix) ||
+	    sscanf(sep + 2, "%llu-%llu%n", &lo, &hi, &n) != 2 || sep[2 + n] != '\0')
+		return 0;
+	snprintf(prefix, sizeof(prefix), "%.*s", (int)(sep - name), name);
+	if ((n = virt_label_add(lp, "prefix", prefix)) < 0)
+		return n;
+	n = pmdaAddLabels(lp, "{\"lo\":%llu,\"hi\":%llu}", lo, hi);
+	return n < 0 ? n : 0;
+}
+
 int virt_label_callback(pmInDom indom, unsigned int inst, pmLabelSet **lp)
 {
+	int sts;
+
+	if ((sts = label_bucket(indom, inst, lp)) < 0)
+		return sts;
 	for (int id = 0; id < VIRT_NINDOMS; id++) {
 		struct virt_family *fam;
-		int sts;
 
 		if (virt_indomtab[id].it_indom != indom)
 			continue;
 		fam = &virt_families[virt_indom_family[id]];
 		if (!fam->mod || !fam->mod->labels)
-			return 0;
+			break;
 		if ((sts = fam->mod->labels(fam, (enum virt_indom_id)id, inst, lp)) < 0)
 			return sts;
-		return *lp ? (*lp)->nlabels : 0;
+		break;
 	}
-	return 0;
+	return *lp ? (*lp)->nlabels : 0;
 }
