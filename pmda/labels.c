@@ -85,19 +85,20 @@ static int label_bucket(pmInDom indom, unsigned int inst, pmLabelSet **lp)
 
 int virt_label_callback(pmInDom indom, unsigned int inst, pmLabelSet **lp)
 {
-	int sts;
-
-	if ((sts = label_bucket(indom, inst, lp)) < 0)
-		return sts;
 	for (int id = 0; id < VIRT_NINDOMS; id++) {
 		struct virt_family *fam;
+		int sts;
 
 		if (virt_indomtab[id].it_indom != indom)
 			continue;
+		/* buckets live in cache-managed domains only: a cache lookup
+		 * on a table-backed one (the module domain) would create an
+		 * empty cache that then hides its instances from pmdaInstance */
+		if (!virt_indomtab[id].it_set && (sts = label_bucket(indom, inst, lp)) < 0)
+			return sts;
 		fam = &virt_families[virt_indom_family[id]];
-		if (!fam->mod || !fam->mod->labels)
-			break;
-		if ((sts = fam->mod->labels(fam, (enum virt_indom_id)id, inst, lp)) < 0)
+		if (fam->mod && fam->mod->labels &&
+		    (sts = fam->mod->labels(fam, (enum virt_indom_id)id, inst, lp)) < 0)
 			return sts;
 		break;
 	}
