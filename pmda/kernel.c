@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -171,5 +172,17 @@ struct virt_skel *virt_attach_skel(struct virt_family *fam, const struct virt_at
 			snprintf(all + len, sizeof(all) - len, ")");
 	}
 	virt_set_reason(fam, "%s", all);
+	return NULL;
+}
+
+void *virt_map_mmap(const struct bpf_map *map, size_t *bytes, char *why, size_t len)
+{
+	void *mem;
+
+	*bytes = (size_t)bpf_map__value_size(map) * bpf_map__max_entries(map);
+	mem = mmap(NULL, *bytes, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(map), 0);
+	if (mem != MAP_FAILED)
+		return mem;
+	snprintf(why, len, "mmap %s: %s", bpf_map__name(map), strerror(errno));
 	return NULL;
 }

@@ -212,15 +212,11 @@ static int attached(struct virt_family *fam, struct virt_skel *obj, char *why, s
 {
 	struct vhost_state *st = fam->priv;
 	struct vhost_bpf *skel = (struct vhost_bpf *)obj;
-	size_t n = bpf_map__max_entries(skel->maps.queues);
-	size_t bytes = bpf_map__value_size(skel->maps.queues) * n;
-	void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
-			 bpf_map__fd(skel->maps.queues), 0);
+	size_t n = bpf_map__max_entries(skel->maps.queues), bytes;
+	void *mem = virt_map_mmap(skel->maps.queues, &bytes, why, len);
 
-	if (mem == MAP_FAILED) {
-		snprintf(why, len, "mmap queues: %s", strerror(errno));
+	if (!mem)
 		return -1;
-	}
 	st->rb = ring_buffer__new(bpf_map__fd(skel->maps.stalls), on_record, st, NULL);
 	if (!st->rb) {
 		snprintf(why, len, "ring buffer: %s", strerror(errno));

@@ -180,6 +180,10 @@ struct virt_attach_ops {
 /* The attached skeleton (fam->method and fam->programs set), or NULL with
  * fam->reason listing each method's failure. */
 struct virt_skel *virt_attach_skel(struct virt_family *fam, const struct virt_attach_ops *ops);
+/* A BPF_F_MMAPABLE array mapped in read-write: all its entries, *bytes
+ * long; NULL with why filled in on failure. */
+struct bpf_map;
+void *virt_map_mmap(const struct bpf_map *map, size_t *bytes, char *why, size_t len);
 /* Detach and free what virt_attach_skel returned (NULL is fine). */
 void virt_skel_destroy(struct virt_skel *skel);
 

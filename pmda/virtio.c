@@ -175,15 +175,11 @@ static int attached(struct virt_family *fam, struct virt_skel *obj, char *why, s
 {
 	struct virtio_state *st = fam->priv;
 	struct virtio_bpf *skel = (struct virtio_bpf *)obj;
-	size_t n = bpf_map__max_entries(skel->maps.queues);
-	size_t bytes = bpf_map__value_size(skel->maps.queues) * n;
-	void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
-			 bpf_map__fd(skel->maps.queues), 0);
+	size_t n = bpf_map__max_entries(skel->maps.queues), bytes;
+	void *mem = virt_map_mmap(skel->maps.queues, &bytes, why, len);
 
-	if (mem == MAP_FAILED) {
-		snprintf(why, len, "mmap queues: %s", strerror(errno));
+	if (!mem)
 		return -1;
-	}
 	if (!(st->ptrs = calloc(n, sizeof(*st->ptrs)))) {
 		snprintf(why, len, "out of memory");
 		munmap(mem, bytes);
