@@ -132,6 +132,9 @@ const struct vmid *virt_vm_of(uint32_t pid);
 int virt_label_add(pmLabelSet **lp, const char *name, const char *value);
 /* vm_name (when the VM has one), vm_uuid (when known), vmm and vmm_pid. */
 int virt_label_vm(pmLabelSet **lp, const struct vmid *vm);
+/* A queue's device, driver (NULL or "": none) and queue, from the
+ * "<device>/<queue>" end of its instance name. */
+int virt_label_queue(pmLabelSet **lp, const char *devq, const char *driver);
 
 /* Kernel introspection: cheap checks, no bpf() calls. */
 bool virt_kmod_present(const char *name);	/* /sys/module/<name> */
