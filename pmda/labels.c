@@ -83,7 +83,8 @@ int virt_label_queue(pmLabelSet **lp, const char *devq, const char *driver)
 
 /* A histogram bucket "<prefix>::<lo>-<hi>": its prefix (the reason,
  * queue, hypercall, VM or process the instance domain is about) and
- * bounds, for pmseries and grafana-pcp queries by label. */
+ * bounds, for pminfo -l, archives and tools that read instance labels
+ * (PCP 6.0.3's pmseries does not load an instance's own labels: qa 404). */
 static int label_bucket(pmInDom indom, unsigned int inst, pmLabelSet **lp)
 {
 	char *name, prefix[256];
