@@ -178,9 +178,9 @@ static int build(void)
 	ix.built = true;
 	err = index_all();
 	if (err)
-		pmNotifyErr(LOG_WARNING, "attach targets: no kernel BTF index: %s", strerror(-err));
+		virt_log(LOG_WARNING, "attach targets: no kernel BTF index: %s", strerror(-err));
 	else
-		pmNotifyErr(LOG_INFO, "attach targets: %zu names of vmlinux and %zu modules indexed in %llu ms%s%s",
+		virt_log(LOG_INFO, "attach targets: %zu names of vmlinux and %zu modules indexed in %llu ms%s%s",
 			    ix.n, ix.nmods, (unsigned long long)(virt_mono_ns() - t0) / 1000000,
 			    ix.mod_err ? "; module BTF: " : "", ix.mod_err ? strerror(-ix.mod_err) : "");
 	return err;
@@ -239,13 +239,13 @@ static int prepare_load(struct bpf_program *prog, struct bpf_prog_load_opts *opt
 
 	(void)cookie;
 	if (!func) {
-		pmNotifyErr(LOG_WARNING, "program %s: section %s names no attach target",
+		virt_log(LOG_WARNING, "program %s: section %s names no attach target",
 			    bpf_program__name(prog), sec);
 		return -EINVAL;
 	}
 	err = find_target(func + 1, opts->expected_attach_type, &fd, &id);
 	if (err) {
-		pmNotifyErr(LOG_INFO, "program %s: no kernel BTF for %s: %s",
+		virt_log(LOG_INFO, "program %s: no kernel BTF for %s: %s",
 			    bpf_program__name(prog), func + 1, strerror(-err));
 		return err;
 	}

@@ -127,7 +127,7 @@ static struct virt_skel *attach_one(struct virt_family *fam, const struct virt_a
 		snprintf(why, len, "attach: %s", strerror(-err));
 		goto fail;
 	}
-	pmNotifyErr(LOG_INFO, "%s: %s: open %llu ms, load %llu ms (%u programs), attach %llu ms",
+	virt_log(LOG_INFO, "%s: %s: open %llu ms, load %llu ms (%u programs), attach %llu ms",
 		    fam->name, method, (unsigned long long)(t1 - t0) / 1000000,
 		    (unsigned long long)(t2 - t1) / 1000000, n,
 		    (unsigned long long)(virt_mono_ns() - t2) / 1000000);
@@ -158,7 +158,7 @@ struct virt_skel *virt_attach_skel(struct virt_family *fam, const struct virt_at
 			fam->attach_ns = virt_mono_ns() - start;
 			return skel;
 		}
-		pmNotifyErr(LOG_INFO, "%s: %s attach failed: %s", fam->name, m, why);
+		virt_log(LOG_INFO, "%s: %s attach failed: %s", fam->name, m, why);
 		if (len < sizeof(all))
 			len += (size_t)snprintf(all + len, sizeof(all) - len, "%s%s: %s",
 						len ? "; " : "", m, why);

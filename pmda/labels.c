@@ -5,6 +5,7 @@
  * identities behind the labels and instance names of per-VM instances.
  */
 #include "agent.h"
+#include "rows.h"
 #include "vmid.h"
 
 #include <errno.h>
@@ -62,9 +63,28 @@ int virt_label_vm(pmLabelSet **lp, const struct vmid *vm)
 	return sts < 0 ? sts : 0;
 }
 
+/* A queue named "<device>/<queue>" (its instance name after any owner):
+ * the labels device, driver (when known) and queue. */
+int virt_label_queue(pmLabelSet **lp, const char *devq, const char *driver)
+{
+	const char *q = strchr(devq, '/');
+	char dev[VIRT_NAME_MAX];
+	int sts;
+
+	if (!q || (size_t)(q - devq) >= sizeof(dev))
+		return 0;
+	snprintf(dev, sizeof(dev), "%.*s", (int)(q - devq), devq);
+	if ((sts = virt_label_add(lp, "device", dev)) < 0)
+		return sts;
+	if (driver && driver[0] && (sts = virt_label_add(lp, "driver", driver)) < 0)
+		return sts;
+	return virt_label_add(lp, "queue", q + 1);
+}
+
 /* A histogram bucket "<prefix>::<lo>-<hi>": its prefix (the reason,
  * queue, hypercall, VM or process the instance domain is about) and
- * bounds, for pmseries and grafana-pcp queries by label. */
+ * bounds, for pminfo -l, archives and tools that read instance labels
+ * (PCP 6.0.3's pmseries does not load an instance's own labels: qa 404). */
 static int label_bucket(pmInDom indom, unsigned int inst, pmLabelSet **lp)
 {
 	char *name, prefix[256];

@@ -14,19 +14,28 @@
 #include <string.h>
 #include <time.h>
 
-/* libbpf's messages during an attach are held, and written to the log
- * only if the attach succeeds or fails for a reason not logged before: a
- * family retrying with the same failure would write the same dozen lines
- * at every try. */
+/* The log lines of an attach (libbpf's messages, each method's failure,
+ * the BTF index) are held, and written only if the attach succeeds or
+ * fails for a reason not logged before: a family retrying with the same
+ * failure would write the same dozen lines at every try. */
 static struct {
 	FILE *f;
 	char *text;
 	size_t len;
 } held;
 
-static void log_line(int priority, const char *line)
+void virt_log(int priority, const char *fmt, ...)
 {
-	pmNotifyErr(priority, "libbpf: %s", line);
+	char msg[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (held.f)
+		fprintf(held.f, "%d %s\n", priority, msg);
+	else
+		pmNotifyErr(priority, "%s", msg);
 }
 
 /* libbpf hands over multi-line messages (a verifier log on a failed load):
@@ -47,19 +56,19 @@ int virt_libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 		if (!*line || lines++ >= 400)
 			continue;
 		if (held.f)
-			fprintf(held.f, "%d %s\n", priority, line);
+			fprintf(held.f, "%d libbpf: %s\n", priority, line);
 		else
-			log_line(priority, line);
+			pmNotifyErr(priority, "libbpf: %s", line);
 	}
 	return 0;
 }
 
-static void hold_libbpf_log(void)
+static void hold_log(void)
 {
 	held.f = open_memstream(&held.text, &held.len);
 }
 
-static void release_libbpf_log(bool write)
+static void release_log(bool write)
 {
 	if (!held.f)
 		return;
@@ -72,7 +81,7 @@ static void release_libbpf_log(bool write)
 		end = line + strcspn(line, "\n");
 		if (*end)
 			*end++ = '\0';
-		log_line(priority, text + 1);
+		pmNotifyErr(priority, "%s", text + 1);
 	}
 	free(held.text);
 	held.text = NULL;
@@ -98,7 +107,7 @@ static void note_slow(const struct virt_family *fam, const char *what, uint64_t 
 	uint64_t ms = virt_now_ms() - start;
 
 	if (ms >= VIRT_SLOW_MS)
-		pmNotifyErr(LOG_WARNING, "%s: %s took %llu ms", fam->name, what, (unsigned long long)ms);
+		virt_log(LOG_WARNING, "%s: %s took %llu ms", fam->name, what, (unsigned long long)ms);
 }
 
 /* Failed attaches of a family whose prerequisites are there (ready())
@@ -109,6 +118,7 @@ static void note_slow(const struct virt_family *fam, const char *what, uint64_t 
 static struct {
 	unsigned int failures;
 	uint64_t at_ms;
+	char logged[VIRT_REASON_MAX];	/* the failure reason last logged */
 } retry[VIRT_NFAMILIES];
 
 static bool retry_due(struct virt_family *fam)
@@ -116,29 +126,42 @@ static bool retry_due(struct virt_family *fam)
 	return !retry[fam - virt_families].failures || virt_now_ms() >= retry[fam - virt_families].at_ms;
 }
 
-static void retry_later(struct virt_family *fam)
+/* Back to a first try, which logs its failure whatever the last one was. */
+static void retry_reset(struct virt_family *fam)
 {
-	unsigned int n = retry[fam - virt_families].failures++;
-	uint64_t wait = virt_poll_ms << (n < RETRY_MAX_SHIFT ? n : RETRY_MAX_SHIFT);
-
-	retry[fam - virt_families].at_ms = virt_now_ms() + wait;
-	pmNotifyErr(LOG_INFO, "%s: next attach attempt in %llu s", fam->name,
-		    (unsigned long long)(wait + 999) / 1000);
+	retry[fam - virt_families].failures = 0;
+	retry[fam - virt_families].logged[0] = '\0';
 }
 
-/* A failed attach's libbpf messages, unless the last failure logged them
- * for the same reason. */
-static void log_failure(struct virt_family *fam)
+/* A failed attach is logged, with libbpf's messages, when its reason is
+ * not the one last logged: a family failing the same way at each retry
+ * would otherwise write the same dozen lines every time. Retries failing
+ * the same way are silent (virt.control.module.attach_attempts counts
+ * them) but for one line when the wait reaches its longest. */
+static void failed(struct virt_family *fam, bool retry_it)
 {
-	static char logged[VIRT_NFAMILIES][VIRT_REASON_MAX];
-	char *last = logged[fam - virt_families];
-	bool again = strcmp(last, fam->reason) == 0;
+	int f = (int)(fam - virt_families);
+	unsigned int n = retry[f].failures;
+	uint64_t wait = virt_poll_ms << (n < RETRY_MAX_SHIFT ? n : RETRY_MAX_SHIFT);
+	bool again = strcmp(retry[f].logged, fam->reason) == 0;
 
-	release_libbpf_log(!again);
-	if (again)
-		pmNotifyErr(LOG_INFO, "%s: attach failed again (%s); libbpf's messages as logged before",
-			    fam->name, fam->reason);
-	snprintf(last, VIRT_REASON_MAX, "%s", fam->reason);
+	release_log(!again);
+	if (!retry_it) {
+		if (!again)
+			pmNotifyErr(LOG_INFO, "%s: attach failed: %s", fam->name, fam->reason);
+	} else if (!again) {
+		pmNotifyErr(LOG_INFO, "%s: attach failed: %s; next attempt in %g s "
+			    "(retries that fail the same way are not logged)",
+			    fam->name, fam->reason, (double)wait / 1000);
+	} else if (n == RETRY_MAX_SHIFT) {
+		pmNotifyErr(LOG_INFO, "%s: attach still failing the same way after %u attempts; "
+			    "retrying every %g s", fam->name, n + 1, (double)wait / 1000);
+	}
+	snprintf(retry[f].logged, VIRT_REASON_MAX, "%s", fam->reason);
+	if (retry_it) {
+		retry[f].failures++;
+		retry[f].at_ms = virt_now_ms() + wait;
+	}
 }
 
 static uint64_t cpu_ms(void)
@@ -157,7 +180,7 @@ static void try_attach(struct virt_family *fam)
 	if (!fam->mod)
 		return;
 	if (fam->mod->ready && !fam->mod->ready(fam)) {
-		retry[fam - virt_families].failures = 0;
+		retry_reset(fam);
 		return;
 	}
 	if (!retry_due(fam))
@@ -166,23 +189,21 @@ static void try_attach(struct virt_family *fam)
 	fam->reason[0] = '\0';
 	start = virt_now_ms();
 	cpu = cpu_ms();
-	hold_libbpf_log();
+	hold_log();
 	rc = fam->mod->attach(fam);
 	if (rc == VIRT_ATTACHED) {
-		release_libbpf_log(true);
+		release_log(true);
 		pmNotifyErr(LOG_INFO, "%s: attached in %llu ms (%llu ms on CPU)", fam->name,
 			    (unsigned long long)(virt_now_ms() - start),
 			    (unsigned long long)(cpu_ms() - cpu));
-		retry[fam - virt_families].failures = 0;
+		retry_reset(fam);
 		set_state(fam, VIRT_ACTIVE);
 	} else {
 		note_slow(fam, "failed attach", start);
 		if (!fam->reason[0])
 			virt_set_reason(fam, "attach failed: %s", strerror(rc < 0 ? -rc : EAGAIN));
-		log_failure(fam);
+		failed(fam, rc < 0);
 		set_state(fam, VIRT_UNAVAILABLE);
-		if (rc < 0)
-			retry_later(fam);
 	}
 }
 

@@ -770,20 +770,16 @@ static int vhost_labels(struct virt_family *fam, enum virt_indom_id indom, unsig
 			pmLabelSet **lp)
 {
 	struct virt_row *row;
-	const char *d, *q;
-	char dev[VIRT_NAME_MAX];
+	const char *d;
 	int sts;
 
 	if (!fam->priv || indom != VIRT_I_VHOST_QUEUE || !(row = virt_row_of(virt_indom(indom), inst)))
 		return 0;
 	if ((sts = virt_label_vm(lp, virt_vm_of(VIRT_ENTRY_OF(row, struct q_row)->owner))) < 0)
 		return sts;
-	if (!(d = strchr(row->name, '/')) || !(q = strchr(d + 1, '/')))
+	if (!(d = strchr(row->name, '/')))
 		return 0;
-	snprintf(dev, sizeof(dev), "%.*s", (int)(q - d - 1), d + 1);
-	if ((sts = virt_label_add(lp, "device", dev)) < 0)
-		return sts;
-	return virt_label_add(lp, "queue", q + 1);
+	return virt_label_queue(lp, d + 1, NULL);
 }
 
 const struct virt_module virt_module = {

@@ -128,10 +128,17 @@ void virt_set_reason(struct virt_family *fam, const char *fmt, ...)
  * NULL when the process is gone. Valid until the next call. */
 struct vmid;
 const struct vmid *virt_vm_of(uint32_t pid);
+/* A line for the PMDA log (pmNotifyErr). During an attach it is held with
+ * libbpf's messages and written only if the attach is logged: a success,
+ * or a failure for a reason not logged before. */
+void virt_log(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Add the label {"name":"value"} to *lp (value JSON-escaped); 0 or -errno. */
 int virt_label_add(pmLabelSet **lp, const char *name, const char *value);
 /* vm_name (when the VM has one), vm_uuid (when known), vmm and vmm_pid. */
 int virt_label_vm(pmLabelSet **lp, const struct vmid *vm);
+/* A queue's device, driver (NULL or "": none) and queue, from the
+ * "<device>/<queue>" end of its instance name. */
+int virt_label_queue(pmLabelSet **lp, const char *devq, const char *driver);
 
 /* Kernel introspection: cheap checks, no bpf() calls. */
 bool virt_kmod_present(const char *name);	/* /sys/module/<name> */

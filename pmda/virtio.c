@@ -483,6 +483,20 @@ static int virtio_fetch(struct virt_family *fam, enum virt_metric_id m, unsigned
 	}
 }
 
+/* A queue's labels: device (virtioN), driver (virtio_blk, virtio_net, ...:
+ * the driver bound when the queue was first seen) and queue, all known from
+ * first sight, so a queue's labels never change. The block or net device,
+ * found in /sys later, is the metric virt.virtio.queue.device, not a label. */
+static int virtio_labels(struct virt_family *fam, enum virt_indom_id indom, unsigned int inst,
+			 pmLabelSet **lp)
+{
+	struct virt_row *row;
+
+	if (!fam->priv || indom != VIRT_I_VIRTIO_QUEUE || !(row = virt_row_of(virt_indom(indom), inst)))
+		return 0;
+	return virt_label_queue(lp, row->name, VIRT_ENTRY_OF(row, struct vq_row)->driver);
+}
+
 const struct virt_module virt_module = {
 	.abi = VIRT_MODULE_ABI,
 	.name = "virtio",
@@ -494,4 +508,5 @@ const struct virt_module virt_module = {
 	.refresh = virtio_refresh,
 	.fetch = virtio_fetch,
 	.answers = virtio_answers,
+	.labels = virtio_labels,
 };

@@ -1,5 +1,5 @@
 /* Instance labels (pmda/labels.c): JSON of virt_label_add and
- * virt_label_vm through libpcp_pmda's pmdaAddLabels, and
+ * virt_label_vm through libpcp_pmda's pmdaAddLabels, virt_label_queue, and
  * virt_label_callback asking the module that owns an instance domain.
  * The agent's tables are stand-ins here. */
 #include "agent.h"
@@ -73,6 +73,27 @@ static void check_escape(void)
 	pmFreeLabelSets(ls, 1);
 }
 
+/* "<device>/<queue>": device, driver when given, queue (the rest, '/'s
+ * and all); no '/' (or a device too long to be one): no labels */
+static void check_queue(void)
+{
+	char longdev[300];
+	pmLabelSet *ls = NULL;
+
+	CHECK(virt_label_queue(&ls, "virtio1/req.0", "virtio_blk") == 0 && ls && ls->nlabels == 3);
+	CHECK(json_is(ls, "{\"device\":\"virtio1\",\"driver\":\"virtio_blk\",\"queue\":\"req.0\"}"));
+	pmFreeLabelSets(ls, 1);
+	ls = NULL;
+	CHECK(virt_label_queue(&ls, "net0/tx/x", "") == 0 && ls && ls->nlabels == 2);
+	CHECK(json_is(ls, "{\"device\":\"net0\",\"queue\":\"tx/x\"}"));
+	pmFreeLabelSets(ls, 1);
+	ls = NULL;
+	CHECK(virt_label_queue(&ls, "net0", NULL) == 0 && ls == NULL);
+	memset(longdev, 'd', sizeof(longdev));
+	snprintf(longdev + sizeof(longdev) - 3, 3, "/q");
+	CHECK(virt_label_queue(&ls, longdev, NULL) == 0 && ls == NULL);
+}
+
 static void check_callback(void)
 {
 	pmInDom a = pmInDom_build(VIRT, 7), b = pmInDom_build(VIRT, 8);
@@ -98,6 +119,7 @@ int main(void)
 {
 	check_vm();
 	check_escape();
+	check_queue();
 	check_callback();
 	return UNIT_DONE();
 }
