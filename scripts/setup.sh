@@ -13,7 +13,7 @@ PKGS="pcp libpcp3-dev libpcp-pmda3-dev python3-pcp
  qemu-system-x86 linux-image-amd64 linux-image-6.12-amd64 busybox-static cpio
  bpftrace bpfcc-tools linux-headers-amd64 linux-headers-6.12-amd64
  bochs bochsbios vgabios isolinux syslinux-common xorriso
- strace iproute2 procps curl redis-server chromium valgrind"
+ strace iproute2 procps curl redis-server chromium valgrind groff-base man-db"
 
 [ "$(id -u)" = 0 ] || { echo "setup.sh: must run as root" >&2; exit 1; }
 export DEBIAN_FRONTEND=noninteractive
