@@ -12,6 +12,7 @@
 #include "kvm.h"
 #include "kvm_names.h"
 #include "kvm.skel.h"
+#include "vmid.h"
 
 #include <bpf/bpf.h>
 #include <errno.h>
@@ -42,13 +43,21 @@ enum { W_COUNT, W_TIME, W_UEXITS, W_UTIME };
 #define STATS_WORDS (sizeof(struct kvm_stats) / sizeof(__u64))
 #define VM_WORDS (sizeof(struct kvm_vm_stats) / sizeof(__u64))
 
-/* A VMM process's row (st->vms): its counts of vCPU slots that are gone,
- * and this refresh's total. */
+/* A VM's row (st->vms), named by its VMM process's VM identity (vmid.h):
+ * its counts of vCPU slots that are gone, and this refresh's total. A row
+ * of an exited named VM is kept (retired, keyed by its name) so that the
+ * VM restarted under its name (a new pid) carries its counters on. */
 struct vm_entry {
-	struct virt_keyed k;		/* key: the tgid */
+	struct virt_keyed k;		/* key: the tgid; retired: virt_name_key() */
+	uint64_t start;			/* the process's start time (pid reuse) */
+	bool named;			/* the VM has a name, not "<pid>" */
+	bool retired;			/* its VMM exited */
 	uint64_t gone[VM_WORDS];
 	uint64_t sum[VM_WORDS];
 };
+
+/* Rows of exited named VMs kept, at most (as the vhost family's queues). */
+#define KEEP_EXITED 1024
 
 /* What the agent last took from a slot of the vcpus array: its share of
  * its VM's counters. */
@@ -64,6 +73,7 @@ struct kvm_state {
 	struct virt_row uexit[KVM_UEXIT_REASONS];
 	struct virt_table other, hcalls;	/* of struct virt_keyed: exit, hypercall nr */
 	struct virt_table vms;		/* of struct vm_entry */
+	size_t nlive, nretired;		/* rows of live VMMs, of exited named VMs */
 	/* the BPF arrays, mmap'ed: read in place, no bpf() call */
 	struct kvm_vcpu_slot *vcpus;
 	uint64_t *threads;
@@ -373,27 +383,18 @@ static bool pid_alive(unsigned long pid)
 	return stat(path, &sb) == 0;
 }
 
-static void vm_name(char *buf, size_t len, uint32_t pid)
-{
-	char path[64], comm[64] = "", clean[64];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%u/comm", pid);
-	if ((f = fopen(path, "r"))) {
-		if (!fgets(comm, sizeof(comm), f))
-			comm[0] = '\0';
-		fclose(f);
-	}
-	comm[strcspn(comm, "\n")] = '\0';
-	virt_sanitize(clean, sizeof(clean), comm[0] ? comm : "unknown");
-	snprintf(buf, len, "%u %s", pid, clean);
-}
-
 /* ------------------------------------------------- per-VM from slots */
 
+static bool not_retired(const void *e, const void *arg)
+{
+	(void)arg;
+	return !((const struct vm_entry *)e)->retired;
+}
+
+/* The row of VMM process tgid (alive or found gone in this refresh). */
 static struct vm_entry *vm_of(struct kvm_state *st, uint32_t tgid)
 {
-	return virt_table_find(&st->vms, tgid);
+	return virt_table_find_if(&st->vms, tgid, not_retired, NULL);
 }
 
 static struct vm_entry *vm_at(struct kvm_state *st, size_t i)
@@ -482,69 +483,146 @@ static void vcpu_free(struct kvm_state *st, size_t i)
 	__atomic_store_n(&v->ident, 0, __ATOMIC_RELEASE);
 }
 
+/* The retired row of a VM restarted under its name (rows of exited VMMs
+ * are retired before live slots are summed). */
+static struct vm_entry *vm_restarted(struct kvm_state *st, const char *name)
+{
+	struct vm_entry *vm = virt_table_find_name(&st->vms, name);
+
+	return vm && vm->retired ? vm : NULL;
+}
+
 /* A VM row for a live VMM process (at most max_vms; slots of more are
- * counted once as dropped, through *dropped). */
+ * counted once as dropped, through *dropped), named by its VM identity; a
+ * VM restarted under its name takes its old row, counters and all. */
 static struct vm_entry *vm_row(struct kvm_state *st, uint32_t tgid, bool *dropped, size_t max_vms)
 {
 	struct vm_entry *vm = vm_of(st, tgid);
-	char name[VIRT_NAME_MAX];
+	const struct vmid *id;
 
-	if (vm || !pid_alive(tgid))
+	if (vm || !(id = virt_vm_of(tgid)))
 		return vm;
-	if (st->vms.n >= max_vms) {
+	if (st->nlive >= max_vms) {
 		st->vm_drops += !*dropped;
 		*dropped = true;
 		return NULL;
 	}
-	vm_name(name, sizeof(name), tgid);
-	if (!(vm = virt_table_add(&st->vms, tgid, virt_indom(VIRT_I_KVM_VM), PM_INDOM_NULL, name)))
+	if ((vm = id->named ? vm_restarted(st, id->name) : NULL)) {
+		st->nretired -= vm->retired;
+		vm->retired = false;
+		virt_table_rekey(&st->vms, vm, tgid);
+		memcpy(vm->sum, vm->gone, sizeof(vm->sum));
+	} else if (!(vm = virt_table_add(&st->vms, tgid, virt_indom(VIRT_I_KVM_VM), PM_INDOM_NULL,
+					 id->name))) {
 		return NULL;
+	}
+	vm->start = id->start;
+	vm->named = id->named;
 	vm->k.row.live = true;
+	st->nlive++;
 	return vm;
 }
 
+/* Is the row's VMM process still the one it was made for (not exited,
+ * its pid not reused)? */
+static bool vm_alive(const struct vm_entry *vm)
+{
+	const struct vmid *id;
+
+	return !vm->retired && (id = virt_vm_of((uint32_t)vm->k.key)) && id->start == vm->start;
+}
+
+/* Rows whose VMM exited, after their counts were folded into gone: a
+ * named VM's row is kept (retired: out of the instance domain, keyed by
+ * its name) for the VM restarted under that name, others go. */
+static void retire_exited(struct kvm_state *st)
+{
+	for (size_t i = 0; i < st->vms.n;) {
+		struct vm_entry *vm = vm_at(st, i);
+
+		if (vm->retired || vm->k.row.live) {
+			i++;
+		} else if (!vm->named || st->nretired >= KEEP_EXITED) {
+			virt_table_remove(&st->vms, vm);	/* the last entry takes its place */
+		} else {
+			virt_row_retire(&vm->k.row);
+			vm->retired = true;
+			st->nretired++;
+			virt_table_rekey(&st->vms, vm, virt_name_key(vm->k.row.name));
+			i++;
+		}
+	}
+}
+
+/* Slots retired by the BPF side or of exited VMMs: their counts into
+ * their VM's gone, the slots freed. */
+static void free_exited_slots(struct kvm_state *st)
+{
+	for (size_t i = 0; i < st->nvcpus; i++) {
+		const volatile struct kvm_vcpu_slot *v = &st->vcpus[i];
+		uint64_t ident = v->ident;
+		uint32_t tgid = v->tgid;
+
+		if (ident == KVM_VCPU_RETIRED || (ident && tgid && !vmm_alive(st, tgid)))
+			vcpu_free(st, i);
+	}
+}
+
+/* vms_gone entries of exited VMMs: into their VM's gone, then deleted. */
+static void fold_exited_gone(struct kvm_state *st, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct vm_entry *vm = vm_of(st, st->gone_tgid[i]);
+
+		if (vm ? vm->k.row.live : pid_alive(st->gone_tgid[i]))
+			continue;
+		if (vm)
+			add_vm_stats(vm->gone, &st->gone[i]);
+		bpf_map_delete_elem(bpf_map__fd(st->skel->maps.vms_gone), &st->gone_tgid[i]);
+		st->gone_tgid[i] = 0;
+	}
+}
+
 /* Sum per VM: what the slots the agent freed left, what the kernel
- * folded from destroyed vCPUs (vms_gone; entries of exited VMMs are
- * deleted), and the live slots'. */
+ * folded from destroyed vCPUs (vms_gone), and the live slots'. Exited
+ * VMMs' counts are folded first, so that a VM restarted under its name
+ * in the same refresh finds them in its row. */
 static void sum_vms(struct kvm_state *st, struct virt_family *fam)
 {
 	uint32_t max_vms = (uint32_t)fam->opts[OPT_MAX_VMS].u;
 	int n;
 
+	st->nlive = 0;
 	for (size_t i = 0; i < st->vms.n; i++) {
 		struct vm_entry *vm = vm_at(st, i);
 
-		vm->k.row.live = pid_alive(vm->k.key);
-		memcpy(vm->sum, vm->gone, sizeof(vm->sum));
+		vm->k.row.live = vm_alive(vm);
+		st->nlive += vm->k.row.live;
 	}
+	free_exited_slots(st);
+	n = read_gone(st, max_vms);
+	fold_exited_gone(st, n);
+	retire_exited(st);
+	for (size_t i = 0; i < st->vms.n; i++)
+		memcpy(vm_at(st, i)->sum, vm_at(st, i)->gone, sizeof(vm_at(st, i)->sum));
 	for (size_t i = 0; i < st->nvcpus; i++) {
 		const volatile struct kvm_vcpu_slot *v = &st->vcpus[i];
 		uint64_t ident = v->ident;
 		uint32_t tgid = v->tgid;
 		struct vm_entry *vm;
 
-		if (!ident || (!tgid && ident != KVM_VCPU_RETIRED))
+		if (ident <= KVM_VCPU_RETIRED || !tgid)
 			continue;
-		if (ident == KVM_VCPU_RETIRED || !vmm_alive(st, tgid)) {
-			vcpu_free(st, i);
-			continue;
-		}
 		rec_take(&st->recs[i], v);
 		vm = vm_row(st, tgid, &st->recs[i].dropped, max_vms);
 		for (size_t w = 0; vm && w < VM_WORDS; w++)
 			vm->sum[w] += st->recs[i].last[w];
 	}
-	n = read_gone(st, max_vms);
 	for (int i = 0; i < n; i++) {
 		bool dropped = true;	/* counted when its slots were live */
 		struct vm_entry *vm;
 
-		if (!pid_alive(st->gone_tgid[i])) {	/* its row goes too */
-			bpf_map_delete_elem(bpf_map__fd(st->skel->maps.vms_gone), &st->gone_tgid[i]);
-			continue;
-		}
-		vm = vm_row(st, st->gone_tgid[i], &dropped, max_vms);
-		if (vm)
+		if (st->gone_tgid[i] && (vm = vm_row(st, st->gone_tgid[i], &dropped, max_vms)))
 			add_vm_stats(vm->sum, &st->gone[i]);
 	}
 }
@@ -568,16 +646,13 @@ static void read_vms(struct kvm_state *st, struct virt_family *fam)
 		}
 		sched_yield();
 	}
-	for (size_t i = 0; i < st->vms.n;) {
+	for (size_t i = 0; i < st->vms.n; i++) {
 		struct vm_entry *vm = vm_at(st, i);
 
-		if (!vm->k.row.live) {
-			virt_table_remove(&st->vms, vm);	/* the last entry takes its place */
+		if (!vm->k.row.live)
 			continue;
-		}
 		virt_row_set(&vm->k.row, vm->sum, VM_WORDS, NULL);
 		virt_row_expose(&vm->k.row, true);
-		i++;
 	}
 }
 
@@ -636,6 +711,17 @@ static int kvm_fetch(struct virt_family *fam, enum virt_metric_id m, unsigned in
 	return PM_ERR_PMID;
 }
 
+/* A VM's labels: its identity's (vm_name, vm_uuid, vmm, vmm_pid). */
+static int kvm_labels(struct virt_family *fam, enum virt_indom_id indom, unsigned int inst,
+		      pmLabelSet **lp)
+{
+	struct virt_row *row;
+
+	if (!fam->priv || indom != VIRT_I_KVM_VM || !(row = virt_row_of(virt_indom(indom), inst)))
+		return 0;
+	return virt_label_vm(lp, virt_vm_of((uint32_t)VIRT_ENTRY_OF(row, struct vm_entry)->k.key));
+}
+
 const struct virt_module virt_module = {
 	.abi = VIRT_MODULE_ABI,
 	.name = "kvm",
@@ -647,4 +733,5 @@ const struct virt_module virt_module = {
 	.refresh = kvm_refresh,
 	.fetch = kvm_fetch,
 	.answers = kvm_answers,
+	.labels = kvm_labels,
 };

@@ -363,6 +363,12 @@ void *virt_table_get_name(struct virt_table *t, pmInDom indom, pmInDom hindom,
 	return e ? e : virt_table_add(t, virt_name_key(name), indom, hindom, name);
 }
 
+void virt_table_rekey(struct virt_table *t, void *entry, uint64_t key)
+{
+	((struct virt_keyed *)entry)->key = key;
+	reindex(t);		/* same size: cannot fail */
+}
+
 /* Rare (a VM or queue gone for good): remove and rebuild the index. */
 void virt_table_remove(struct virt_table *t, void *entry)
 {

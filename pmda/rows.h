@@ -171,6 +171,9 @@ void *virt_table_add(struct virt_table *t, uint64_t key, pmInDom indom,
 /* The entry named name, added (keyed by virt_name_key()) if not there. */
 void *virt_table_get_name(struct virt_table *t, pmInDom indom, pmInDom hindom,
 			  const char *name);
+/* Give the entry another key (rare: a VM that exited or restarted keeps
+ * its row under its name); rebuilds the index. */
+void virt_table_rekey(struct virt_table *t, void *entry, uint64_t key);
 /* Release the entry's main row and free it (the family releases its other
  * rows first). Entries after it may change position in v, none moves. */
 void virt_table_remove(struct virt_table *t, void *entry);

@@ -6,7 +6,7 @@
  * (glibc >= 2.34: pthreads are in libc, no -pthread needed.)
  *
  * Usage:  kvmguest [-o N] [-c N] [-h N] [-n NR | -N] [-d USEC] [-v N] [-r R]
- *                  [-p PORT] [-V amd|intel] [-q]
+ *                  [-p PORT] [-V amd|intel] [-q] [-w SECS] [-- ARGS]
  *   -o N      N `out PORT, al` instructions per vCPU (default 0)
  *   -c N      N `cpuid` instructions per vCPU (default 0)
  *   -h N      N hypercalls per vCPU (default 0)
@@ -24,6 +24,9 @@
  *   -q        quiet: no summary on stdout (exit status still tells)
  *   -w SECS   after the summary, linger SECS seconds before exiting (the
  *             process stays alive, so per-VMM-process metrics can be read)
+ *   -- ARGS   ignored: run as `bash -c 'exec -a qemu-system-x86_64 kvmguest
+ *             "$@"' ... -- -name guest=web01 -uuid U` the process carries a
+ *             QEMU's VM identity (argv[0] and -name/-uuid, pmda/vmid.c)
  *
  * The VM: no in-kernel irqchip, no PIT (no KVM_CREATE_IRQCHIP/KVM_CREATE_PIT2),
  * so every port I/O goes to userspace and `hlt` exits to userspace
@@ -450,7 +453,7 @@ static unsigned long num(const char *s, char opt, unsigned long max)
 static void usage(void)
 {
 	fprintf(stderr, "usage: kvmguest [-o N] [-c N] [-h N] [-n NR | -N] "
-		"[-d USEC] [-v N] [-r R] [-p PORT] [-V amd|intel] [-q] [-w SECS]\n");
+		"[-d USEC] [-v N] [-r R] [-p PORT] [-V amd|intel] [-q] [-w SECS] [-- ARGS]\n");
 	exit(1);
 }
 
@@ -480,7 +483,9 @@ int main(int argc, char **argv)
 		default: usage();
 		}
 	}
-	if (optind != argc || n_vcpus < 1)
+	/* "-- ARGS": ignored, so that a test can run kvmguest as a VMM with a
+	 * VMM's command line (exec -a qemu-system-x86_64 ... -- -name guest=web01) */
+	if ((optind != argc && strcmp(argv[optind - 1], "--") != 0) || n_vcpus < 1)
 		usage();
 
 	host_vendor(vendor);

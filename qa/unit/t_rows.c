@@ -118,6 +118,19 @@ static void check_table(void)
 		virt_table_remove(&t, b);
 	}
 
+	/* rekey (a VM's row: its pid while it runs, its name once it
+	 * exited, a new pid when it is restarted): same entry, new key */
+	{
+		struct fam_entry *vm = virt_table_add(&t, 31337, indom, hindom, "vm7");
+
+		virt_table_rekey(&t, vm, virt_name_key("vm7"));
+		CHECK(vm && virt_table_find(&t, 31337) == NULL && virt_table_find_name(&t, "vm7") == vm);
+		virt_table_rekey(&t, vm, 31338);
+		CHECK(virt_table_find(&t, 31338) == vm && virt_table_find_name(&t, "vm7") == NULL);
+		CHECK(virt_table_find(&t, 7) == first);
+		virt_table_remove(&t, vm);
+	}
+
 	/* removal: the others stay where they are and are still found */
 	virt_table_remove(&t, virt_table_find(&t, 500));
 	CHECK(virt_table_find(&t, 500) == NULL && t.n == 1003);
