@@ -232,6 +232,8 @@ int virt_answer(const struct virt_answer *a, unsigned int inst, pmAtomValue *ato
 	if (a->kind == VIRT_ANS_PERCENTILE)
 		return virt_row_percentile((const struct virt_row *)(const void *)(row + a->off),
 					   a->pct, atom);
+	if (a->when && !*(const bool *)(const void *)(row + a->when))
+		return PMDA_FETCH_NOVALUES;
 	atom->ull = *(const uint64_t *)(const void *)(row + a->off);
 	return PMDA_FETCH_STATIC;
 }
