@@ -170,20 +170,6 @@ static __always_inline __u32 vendor_exit_code(void *vcpu, __u32 isa)
 	return 0xffffffffu;
 }
 
-static __always_inline void *lookup_or_init(void *map, const void *key, const void *zero,
-					    __u32 drop)
-{
-	void *v = bpf_map_lookup_elem(map, key);
-
-	if (v)
-		return v;
-	bpf_map_update_elem(map, key, zero, BPF_NOEXIST);
-	v = bpf_map_lookup_elem(map, key);
-	if (!v)
-		VIRT_DROP(drops, drop);
-	return v;
-}
-
 static __always_inline struct kvm_stats *exit_stats(__u32 isa, __u32 code, __u32 slot)
 {
 	__u64 key;
@@ -191,7 +177,7 @@ static __always_inline struct kvm_stats *exit_stats(__u32 isa, __u32 code, __u32
 	if (slot != KVM_SLOT_OTHER)
 		return bpf_map_lookup_elem(&exits, &slot);
 	key = (__u64)isa << 32 | code;
-	return lookup_or_init(&exits_other, &key, &zero_stats, KVM_DROP_OTHER);
+	return VIRT_LOOKUP_OR_INIT(exits_other, &key, &zero_stats, drops, KVM_DROP_OTHER);
 }
 
 static __always_inline void account(struct kvm_stats *s, __u64 ns)
@@ -377,7 +363,8 @@ static __always_inline int on_hypercall(__u64 nr)
 	struct kvm_vcpu_slot *s;
 
 	if (!latency) {
-		struct kvm_stats *st = lookup_or_init(&hcalls, &nr, &zero_stats, KVM_DROP_HCALL);
+		struct kvm_stats *st = VIRT_LOOKUP_OR_INIT(hcalls, &nr, &zero_stats, drops,
+							   KVM_DROP_HCALL);
 
 		if (st)
 			st->count++;
@@ -440,7 +427,7 @@ static __always_inline int on_entry(__u64 ident)
 	if (s->hcall) {
 		__u64 nr = s->hcall_nr;
 
-		st = lookup_or_init(&hcalls, &nr, &zero_stats, KVM_DROP_HCALL);
+		st = VIRT_LOOKUP_OR_INIT(hcalls, &nr, &zero_stats, drops, KVM_DROP_HCALL);
 		if (st)
 			account(st, ns);
 	}
@@ -484,7 +471,7 @@ static __always_inline int on_vcpu_destroy(__u64 ident)
 		return 0;
 	__sync_fetch_and_add(&folds_begun, 1);
 	tgid = s->tgid;
-	if (tgid && (g = lookup_or_init(&vms_gone, &tgid, &zero_vm, KVM_DROP_VM))) {
+	if (tgid && (g = VIRT_LOOKUP_OR_INIT(vms_gone, &tgid, &zero_vm, drops, KVM_DROP_VM))) {
 		__sync_fetch_and_add(&g->exits, s->vm.exits);
 		__sync_fetch_and_add(&g->exit_ns, s->vm.exit_ns);
 		__sync_fetch_and_add(&g->uexits, s->vm.uexits);
