@@ -29,41 +29,51 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile bool latency = true;
 
 /* Vendor structs, just the fields we read; CO-RE finds the real layout. */
+/* arch/x86/include/asm/svm.h struct vmcb_control_area */
 struct vmcb_control_area___virt {
 	__u32 exit_code;
 } __attribute__((preserve_access_index));
 
+/* arch/x86/include/asm/svm.h struct vmcb */
 struct vmcb___virt {
 	struct vmcb_control_area___virt control;
 } __attribute__((preserve_access_index));
 
+/* arch/x86/kvm/svm/svm.h struct vcpu_svm */
 struct vcpu_svm___virt {
 	struct vmcb___virt *vmcb;
 } __attribute__((preserve_access_index));
 
+/* arch/x86/kvm/vmx/vmx.h union vmx_exit_reason, since 8e5332402164 (v5.12) */
 union vmx_exit_reason___virt {
 	__u32 full;
 } __attribute__((preserve_access_index));
 
+/* arch/x86/kvm/vmx/vmx.h struct vcpu_vmx: a u32 exit_reason before v5.12; since
+ * 7172c753c26a (v6.16) it is vt.exit_reason (struct vcpu_vt, vmx/common.h) */
 struct vcpu_vmx___virt {
 	union vmx_exit_reason___virt exit_reason;
 } __attribute__((preserve_access_index));
 
 /* Classic tracepoint records (include/trace/events/kvm.h, arch/x86/kvm/trace.h). */
+/* arch/x86/kvm/trace.h TRACE_EVENT(kvm_exit) */
 struct trace_event_raw_kvm_exit___virt {
 	unsigned int exit_reason;
 	__u32 isa;
 	unsigned int vcpu_id;
 } __attribute__((preserve_access_index));
 
+/* arch/x86/kvm/trace.h TRACE_EVENT(kvm_entry) */
 struct trace_event_raw_kvm_entry___virt {
 	unsigned int vcpu_id;
 } __attribute__((preserve_access_index));
 
+/* arch/x86/kvm/trace.h TRACE_EVENT(kvm_hypercall) */
 struct trace_event_raw_kvm_hypercall___virt {
 	unsigned long nr;
 } __attribute__((preserve_access_index));
 
+/* include/trace/events/kvm.h TRACE_EVENT(kvm_userspace_exit) */
 struct trace_event_raw_kvm_userspace_exit___virt {
 	__u32 reason;
 } __attribute__((preserve_access_index));
