@@ -240,23 +240,6 @@ int virt_answer(const struct virt_answer *a, unsigned int inst, pmAtomValue *ato
 
 /* ------------------------------------------------------------- tables */
 
-int virt_grow(void *v, size_t *cap, size_t need, size_t elem)
-{
-	void **arr = v;
-	size_t ncap = *cap ? *cap : 16;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	while (ncap < need)
-		ncap *= 2;
-	if (!(p = realloc(*arr, ncap * elem)))
-		return -1;
-	*arr = p;
-	*cap = ncap;
-	return 0;
-}
-
 uint64_t virt_name_key(const char *name)
 {
 	uint64_t h = 0xcbf29ce484222325ull;	/* FNV-1a */

@@ -12,6 +12,7 @@
 #define VIRT_ROWS_H
 
 #include "virt.h"
+#include "array.h"
 #include "hist.h"
 
 #include <stddef.h>
@@ -184,11 +185,5 @@ void *virt_table_get_name(struct virt_table *t, pmInDom indom, pmInDom hindom,
 void virt_table_remove(struct virt_table *t, void *entry);
 /* Remove every entry and free the table's arrays. */
 void virt_table_clear(struct virt_table *t);
-
-/* Room for need elements of elem bytes in *v (grown by doubling, at least
- * 16): 0, or -1 when out of memory (*v and *cap unchanged). */
-int virt_grow(void *v, size_t *cap, size_t need, size_t elem);
-/* (sizeof of an element that may be a struct pointer: NOLINT for clang-tidy) */
-#define VIRT_GROW(arr, cap, need) virt_grow(&(arr), &(cap), (need), sizeof(*(arr))) /* NOLINT(bugprone-sizeof-expression) */
 
 #endif
