@@ -29,41 +29,51 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile bool latency = true;
 
 /* Vendor structs, just the fields we read; CO-RE finds the real layout. */
+/* arch/x86/include/asm/svm.h struct vmcb_control_area */
 struct vmcb_control_area___virt {
 	__u32 exit_code;
 } __attribute__((preserve_access_index));
 
+/* arch/x86/include/asm/svm.h struct vmcb */
 struct vmcb___virt {
 	struct vmcb_control_area___virt control;
 } __attribute__((preserve_access_index));
 
+/* arch/x86/kvm/svm/svm.h struct vcpu_svm */
 struct vcpu_svm___virt {
 	struct vmcb___virt *vmcb;
 } __attribute__((preserve_access_index));
 
+/* arch/x86/kvm/vmx/vmx.h union vmx_exit_reason, since 8e5332402164 (v5.12) */
 union vmx_exit_reason___virt {
 	__u32 full;
 } __attribute__((preserve_access_index));
 
+/* arch/x86/kvm/vmx/vmx.h struct vcpu_vmx: a u32 exit_reason before v5.12; since
+ * 7172c753c26a (v6.16) it is vt.exit_reason (struct vcpu_vt, vmx/common.h) */
 struct vcpu_vmx___virt {
 	union vmx_exit_reason___virt exit_reason;
 } __attribute__((preserve_access_index));
 
 /* Classic tracepoint records (include/trace/events/kvm.h, arch/x86/kvm/trace.h). */
+/* arch/x86/kvm/trace.h TRACE_EVENT(kvm_exit) */
 struct trace_event_raw_kvm_exit___virt {
 	unsigned int exit_reason;
 	__u32 isa;
 	unsigned int vcpu_id;
 } __attribute__((preserve_access_index));
 
+/* arch/x86/kvm/trace.h TRACE_EVENT(kvm_entry) */
 struct trace_event_raw_kvm_entry___virt {
 	unsigned int vcpu_id;
 } __attribute__((preserve_access_index));
 
+/* arch/x86/kvm/trace.h TRACE_EVENT(kvm_hypercall) */
 struct trace_event_raw_kvm_hypercall___virt {
 	unsigned long nr;
 } __attribute__((preserve_access_index));
 
+/* include/trace/events/kvm.h TRACE_EVENT(kvm_userspace_exit) */
 struct trace_event_raw_kvm_userspace_exit___virt {
 	__u32 reason;
 } __attribute__((preserve_access_index));
@@ -170,20 +180,6 @@ static __always_inline __u32 vendor_exit_code(void *vcpu, __u32 isa)
 	return 0xffffffffu;
 }
 
-static __always_inline void *lookup_or_init(void *map, const void *key, const void *zero,
-					    __u32 drop)
-{
-	void *v = bpf_map_lookup_elem(map, key);
-
-	if (v)
-		return v;
-	bpf_map_update_elem(map, key, zero, BPF_NOEXIST);
-	v = bpf_map_lookup_elem(map, key);
-	if (!v)
-		VIRT_DROP(drops, drop);
-	return v;
-}
-
 static __always_inline struct kvm_stats *exit_stats(__u32 isa, __u32 code, __u32 slot)
 {
 	__u64 key;
@@ -191,7 +187,7 @@ static __always_inline struct kvm_stats *exit_stats(__u32 isa, __u32 code, __u32
 	if (slot != KVM_SLOT_OTHER)
 		return bpf_map_lookup_elem(&exits, &slot);
 	key = (__u64)isa << 32 | code;
-	return lookup_or_init(&exits_other, &key, &zero_stats, KVM_DROP_OTHER);
+	return VIRT_LOOKUP_OR_INIT(exits_other, &key, &zero_stats, drops, KVM_DROP_OTHER);
 }
 
 static __always_inline void account(struct kvm_stats *s, __u64 ns)
@@ -377,7 +373,8 @@ static __always_inline int on_hypercall(__u64 nr)
 	struct kvm_vcpu_slot *s;
 
 	if (!latency) {
-		struct kvm_stats *st = lookup_or_init(&hcalls, &nr, &zero_stats, KVM_DROP_HCALL);
+		struct kvm_stats *st = VIRT_LOOKUP_OR_INIT(hcalls, &nr, &zero_stats, drops,
+							   KVM_DROP_HCALL);
 
 		if (st)
 			st->count++;
@@ -440,7 +437,7 @@ static __always_inline int on_entry(__u64 ident)
 	if (s->hcall) {
 		__u64 nr = s->hcall_nr;
 
-		st = lookup_or_init(&hcalls, &nr, &zero_stats, KVM_DROP_HCALL);
+		st = VIRT_LOOKUP_OR_INIT(hcalls, &nr, &zero_stats, drops, KVM_DROP_HCALL);
 		if (st)
 			account(st, ns);
 	}
@@ -484,7 +481,7 @@ static __always_inline int on_vcpu_destroy(__u64 ident)
 		return 0;
 	__sync_fetch_and_add(&folds_begun, 1);
 	tgid = s->tgid;
-	if (tgid && (g = lookup_or_init(&vms_gone, &tgid, &zero_vm, KVM_DROP_VM))) {
+	if (tgid && (g = VIRT_LOOKUP_OR_INIT(vms_gone, &tgid, &zero_vm, drops, KVM_DROP_VM))) {
 		__sync_fetch_and_add(&g->exits, s->vm.exits);
 		__sync_fetch_and_add(&g->exit_ns, s->vm.exit_ns);
 		__sync_fetch_and_add(&g->uexits, s->vm.uexits);

@@ -14,6 +14,9 @@
  *     virtqueue_pop, virtqueue_fill, virtqueue_flush, virtio_queue_notify,
  *     virtio_notify, virtio_notify_irqfd
  *
+ * Every program is named virt_qemu_uprobe_* (USDT probes are uprobes too):
+ * one variant, which the agent loads whole (virt_autoload_variant).
+ *
  * A thread is in at most one flush at a time, and a receive nests only in
  * itself (software RSS re-enters it for the chosen subqueue), so a small
  * per-thread record pairs entries with returns.
@@ -127,7 +130,7 @@ int BPF_KPROBE(virt_qemu_uprobe_rx, void *nc, const void *buf, __u64 size)
 /* > 0: delivered; 0: the guest had no buffers (the net layer queues the
  * packet and retries it); -1: the device cannot receive now. */
 SEC("uretprobe")
-int BPF_KRETPROBE(virt_qemu_uretprobe_rx, long ret)
+int BPF_KRETPROBE(virt_qemu_uprobe_rx_ret, long ret)
 {
 	struct thread_state *t = thread(false);
 	struct qemu_net_stats *s;
@@ -195,7 +198,7 @@ int BPF_KPROBE(virt_qemu_uprobe_sendv, void *nc, const struct iovec *iov, int io
 /* int32_t: packets sent (0: nothing to do), or -EBUSY when the backend
  * queued a packet (the flush resumes from virtio_net_tx_complete()). */
 SEC("uretprobe")
-int BPF_KRETPROBE(virt_qemu_uretprobe_flush, long rax)
+int BPF_KRETPROBE(virt_qemu_uprobe_flush_ret, long rax)
 {
 	struct thread_state *t = thread(false);
 	int ret = (int)rax;
@@ -239,7 +242,7 @@ static __always_inline void vq_device(__u64 vdev, __u64 vq, __s64 index)
 }
 
 SEC("usdt")
-int BPF_USDT(virt_qemu_usdt_pop, void *vq, void *elem, unsigned int in_num, unsigned int out_num)
+int BPF_USDT(virt_qemu_uprobe_usdt_pop, void *vq, void *elem, unsigned int in_num, unsigned int out_num)
 {
 	struct qemu_vq_stats *s = vq_stats((__u64)vq);
 
@@ -249,7 +252,7 @@ int BPF_USDT(virt_qemu_usdt_pop, void *vq, void *elem, unsigned int in_num, unsi
 }
 
 SEC("usdt")
-int BPF_USDT(virt_qemu_usdt_fill, void *vq, void *elem, unsigned int len, unsigned int idx)
+int BPF_USDT(virt_qemu_uprobe_usdt_fill, void *vq, void *elem, unsigned int len, unsigned int idx)
 {
 	struct qemu_vq_stats *s = vq_stats((__u64)vq);
 
@@ -261,7 +264,7 @@ int BPF_USDT(virt_qemu_usdt_fill, void *vq, void *elem, unsigned int len, unsign
 }
 
 SEC("usdt")
-int BPF_USDT(virt_qemu_usdt_flush, void *vq, unsigned int count)
+int BPF_USDT(virt_qemu_uprobe_usdt_flush, void *vq, unsigned int count)
 {
 	struct qemu_vq_stats *s = vq_stats((__u64)vq);
 
@@ -271,7 +274,7 @@ int BPF_USDT(virt_qemu_usdt_flush, void *vq, unsigned int count)
 }
 
 SEC("usdt")
-int BPF_USDT(virt_qemu_usdt_queue_notify, void *vdev, int n, void *vq)
+int BPF_USDT(virt_qemu_uprobe_usdt_queue_notify, void *vdev, int n, void *vq)
 {
 	struct qemu_vq_stats *s = vq_stats((__u64)vq);
 
@@ -291,14 +294,14 @@ static __always_inline void notified(void *vdev, void *vq)
 }
 
 SEC("usdt")
-int BPF_USDT(virt_qemu_usdt_notify, void *vdev, void *vq)
+int BPF_USDT(virt_qemu_uprobe_usdt_notify, void *vdev, void *vq)
 {
 	notified(vdev, vq);
 	return 0;
 }
 
 SEC("usdt")
-int BPF_USDT(virt_qemu_usdt_notify_irqfd, void *vdev, void *vq)
+int BPF_USDT(virt_qemu_uprobe_usdt_notify_irqfd, void *vdev, void *vq)
 {
 	notified(vdev, vq);
 	return 0;

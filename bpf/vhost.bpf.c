@@ -53,14 +53,15 @@ char LICENSE[] SEC("license") = "GPL";
 /* wakeup -> handler latency above this is a stall (ns) */
 const volatile __u64 stall_ns = 1000000;
 
-/* drivers/vhost/vhost.h, just what we read; CO-RE finds the layout in the
- * vhost module's BTF. */
+/* Just what we read; CO-RE finds the layout in the vhost module's BTF. */
+/* drivers/vhost/vhost.h struct vhost_work */
 struct vhost_work___virt {
 	void *fn;
 } __attribute__((preserve_access_index));
 
 struct vhost_dev___virt;
 
+/* drivers/vhost/vhost.h struct vhost_poll */
 struct vhost_poll___virt {
 	struct wait_queue_entry wait;
 	struct vhost_work___virt work;
@@ -68,10 +69,12 @@ struct vhost_poll___virt {
 	struct vhost_dev___virt *dev;
 } __attribute__((preserve_access_index));
 
+/* include/linux/mm_types.h struct mm_struct (owner: CONFIG_MEMCG only) */
 struct mm_struct___virt {
 	struct task_struct *owner;
 } __attribute__((preserve_access_index));
 
+/* drivers/vhost/vhost.h struct vhost_dev (weights since e82b9b0727ff) */
 struct vhost_dev___virt {
 	struct mm_struct___virt *mm;
 	void **vqs;
@@ -80,6 +83,7 @@ struct vhost_dev___virt {
 	int byte_weight;
 } __attribute__((preserve_access_index));
 
+/* drivers/vhost/vhost.h struct vhost_virtqueue */
 struct vhost_virtqueue___virt {
 	struct vhost_dev___virt *dev;
 	struct vhost_poll___virt poll;

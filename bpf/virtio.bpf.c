@@ -570,6 +570,7 @@ static __always_inline void on_del(__u64 vq)
  * add or completion seen at all is seen with its head. The ring's own
  * struct, for its free list head (vq is its first member,
  * so the two pointers are equal). */
+/* drivers/virtio/virtio_ring.c struct vring_virtqueue */
 struct vring_virtqueue___virt {
 	unsigned int free_head;
 } __attribute__((preserve_access_index));

@@ -19,9 +19,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-
-/* Elements of an array (not of a pointer). */
-#define VIRT_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#include "array.h"
 
 enum virt_opt_type { VIRT_OPT_BOOL, VIRT_OPT_UINT, VIRT_OPT_STRING };
 

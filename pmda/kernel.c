@@ -131,9 +131,9 @@ static struct virt_skel *attach_one(struct virt_family *fam, const struct virt_a
 		    fam->name, method, (unsigned long long)(t1 - t0) / 1000000,
 		    (unsigned long long)(t2 - t1) / 1000000, n,
 		    (unsigned long long)(virt_mono_ns() - t2) / 1000000);
+	fam->programs = n;		/* attached() may count its own links */
 	if (ops->attached && ops->attached(fam, skel, why, len) < 0)
 		goto fail;
-	fam->programs = n;
 	return skel;
 fail:
 	virt_skel_destroy(skel);

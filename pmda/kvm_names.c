@@ -1,6 +1,7 @@
 /* KVM exit reasons -> names, as the kernel's kvm_exit tracepoint prints
  * them (kvm_print_exit_reason() in arch/x86/kvm/trace.h). */
 #include "kvm_names.h"
+#include "array.h"
 
 #include <linux/kvm.h>	/* <asm/kvm.h>: the *_VECTOR numbers SVM_EXIT_REASONS uses */
 #include <asm/svm.h>
@@ -20,7 +21,7 @@ static const struct { unsigned int code; const char *name; } svm_names[] = {
 void kvm_exit_name(char *buf, size_t len, unsigned int isa, unsigned int code)
 {
 	if (isa == KVM_ISA_VMX) {
-		for (size_t i = 0; i < sizeof(vmx_names) / sizeof(vmx_names[0]); i++)
+		for (size_t i = 0; i < VIRT_ARRAY_SIZE(vmx_names); i++)
 			if (vmx_names[i].code == (code & 0xffff)) {
 				snprintf(buf, len, "%s", vmx_names[i].name);
 				return;
@@ -28,7 +29,7 @@ void kvm_exit_name(char *buf, size_t len, unsigned int isa, unsigned int code)
 		snprintf(buf, len, "vmx_%u", code & 0xffff);
 		return;
 	}
-	for (size_t i = 0; i < sizeof(svm_names) / sizeof(svm_names[0]); i++)
+	for (size_t i = 0; i < VIRT_ARRAY_SIZE(svm_names); i++)
 		if (svm_names[i].code == code) {
 			snprintf(buf, len, "%s", svm_names[i].name);
 			return;

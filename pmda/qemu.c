@@ -71,11 +71,36 @@ static const struct virt_option qemu_options[NOPTS] = {
 #define VW (sizeof(struct qemu_vq_stats) / sizeof(__u64))
 #define VWD(field) (offsetof(struct qemu_vq_stats, field) / sizeof(__u64))
 
-/* the receive function, best first: virtio_net_receive_rcu() may be
- * inlined into its only other caller (same arguments) */
-static const char *const rx_syms[] = { "virtio_net_receive_rcu", "virtio_net_do_receive" };
-static const char flush_sym[] = "virtio_net_flush_tx";
-static const char sendv_sym[] = "qemu_sendv_packet_async";
+/* The net functions, each by its names best first: virtio_net_receive_rcu()
+ * may be inlined into its only other caller (same arguments). */
+enum { SYM_RX, SYM_FLUSH, SYM_SENDV, NSYMS };
+static const char *const net_syms[NSYMS][2] = {
+	[SYM_RX] = { "virtio_net_receive_rcu", "virtio_net_do_receive" },
+	[SYM_FLUSH] = { "virtio_net_flush_tx", NULL },
+	[SYM_SENDV] = { "qemu_sendv_packet_async", NULL },
+};
+
+/* What is attached to a binary, in order: uprobes at the net functions
+ * (binaries with symbols), then QEMU's USDT probes (provider "qemu"). */
+#define PROG(name) offsetof(struct qemu_bpf, progs.virt_qemu_uprobe_##name)
+static const struct q_probe {
+	size_t prog;			/* the skeleton's program: PROG() */
+	const char *usdt;		/* its USDT probe, or NULL: a uprobe at sym */
+	int sym;
+	bool ret;			/* a uretprobe */
+} probes[] = {
+	{ PROG(rx), NULL, SYM_RX, false },
+	{ PROG(rx_ret), NULL, SYM_RX, true },
+	{ PROG(flush), NULL, SYM_FLUSH, false },
+	{ PROG(flush_ret), NULL, SYM_FLUSH, true },
+	{ PROG(sendv), NULL, SYM_SENDV, false },
+	{ PROG(usdt_pop), "virtqueue_pop", 0, false },
+	{ PROG(usdt_fill), "virtqueue_fill", 0, false },
+	{ PROG(usdt_flush), "virtqueue_flush", 0, false },
+	{ PROG(usdt_queue_notify), "virtio_queue_notify", 0, false },
+	{ PROG(usdt_notify), "virtio_notify", 0, false },
+	{ PROG(usdt_notify_irqfd), "virtio_notify_irqfd", 0, false },
+};
 
 /* ------------------------------------------------------------- state */
 
@@ -87,23 +112,35 @@ struct q_bin {
 	ino_t ino;
 	char path[PATH_MAX];		/* as /proc/<pid>/exe named it */
 	bool has_syms, has_usdt;
-	uint64_t rx_off, flush_off, sendv_off;
-	const char *rx_sym;
+	uint64_t off[NSYMS];		/* file offsets of the net functions */
+	const char *sym[NSYMS];		/* the names they were found by */
 	char why[PROBES_MAX];		/* why not (has_syms and has_usdt false) */
-	struct bpf_link *links[16];
-	unsigned int nlinks;
-	bool attached;
+	struct bpf_link *links[VIRT_ARRAY_SIZE(probes)];
+	unsigned int nlinks;		/* attached: > 0 */
 	char probes[PROBES_MAX];	/* "usdt+uprobe", "uprobe", "none: ..." */
 };
 
-/* A QEMU process (keyed by pid): its net rows, one per histogram (the
- * table's row is the receive histogram's), and counters. */
+/* A process's histograms: the first is its main row's. */
+static const struct {
+	enum virt_indom_id hindom;
+	size_t word;
+} hists[] = {
+	{ VIRT_I_QEMU_RX_HIST, NWD(rx_hist) },
+	{ VIRT_I_QEMU_TXP_HIST, NWD(txp_hist) },
+	{ VIRT_I_QEMU_TXB_HIST, NWD(txb_hist) },
+	{ VIRT_I_QEMU_TXS_HIST, NWD(txs_hist) },
+};
+#define NHISTS VIRT_ARRAY_SIZE(hists)
+
+/* A QEMU process (keyed by pid): its net rows, one per histogram, and
+ * counters. */
 struct p_row {
 	struct virt_keyed k;
-	struct virt_row txp, txb, txs;
+	struct virt_row more[NHISTS - 1];	/* hists[1...] */
 	uint32_t pid;
 	uint64_t start;			/* the process's start time (vmid.h) */
 	struct q_bin *bin;
+	bool measured;			/* its binary has the net functions' symbols */
 	uint64_t sum[NSCALAR], base[NSCALAR], last[NW];
 	bool present;			/* in the latest /proc scan */
 	bool counted;			/* in the procs map */
@@ -116,7 +153,6 @@ struct v_row {
 	struct virt_keyed k;
 	struct qemu_vq_key key;
 	uint64_t v[VW];
-	bool seen;
 };
 
 struct qemu_state {
@@ -127,6 +163,7 @@ struct qemu_state {
 	struct virt_bulk pbulk, vbulk, ibulk;
 	time_t scanned;
 	bool scan_ok;			/* some process's binary can be probed */
+	bool nothing_attached;		/* the last attach found no binary to probe */
 };
 
 static struct qemu_state *state(struct virt_family *fam)
@@ -147,6 +184,7 @@ static struct qemu_state *state(struct virt_family *fam)
 			    sizeof(struct qemu_vq_info)) < 0) {
 		virt_bulk_free(&st->pbulk);
 		virt_bulk_free(&st->vbulk);
+		virt_bulk_free(&st->ibulk);
 		free(st);
 		return NULL;
 	}
@@ -231,19 +269,6 @@ static uint64_t symtab_func(Elf *e, const char *name)
 	return 0;
 }
 
-static bool has_symtab(Elf *e)
-{
-	Elf_Scn *scn = NULL;
-
-	while ((scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-
-		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB && sh.sh_size)
-			return true;
-	}
-	return false;
-}
-
 /* /usr/lib/debug/.build-id/xx/yyyy.debug of e, "" if e has no build id. */
 static void debug_file(Elf *e, char *path, size_t len)
 {
@@ -285,31 +310,33 @@ static Elf *elf_open(const char *path, int *fd)
 }
 
 /* Offsets of the net functions in b (in its own symbol table or in its
- * debuginfo file): all three, or has_syms stays false. */
+ * debuginfo file): all of them, or has_syms stays false. */
 static void find_symbols(struct q_bin *b, Elf *e)
 {
 	char dpath[PATH_MAX];
 	Elf *se = e, *de = NULL;
 	int dfd = -1;
-	uint64_t rx = 0, fl, sv;
+	size_t s = 0;
+	uint64_t v;
 
-	if (!has_symtab(e)) {
+	if (!section_named(e, ".symtab")) {	/* stripped */
 		debug_file(e, dpath, sizeof(dpath));
 		if (!dpath[0] || !(de = elf_open(dpath, &dfd)))
 			return;
 		se = de;
 	}
-	for (size_t i = 0; i < VIRT_ARRAY_SIZE(rx_syms) && !rx; i++)
-		if ((rx = symtab_func(se, rx_syms[i])))
-			b->rx_sym = rx_syms[i];
-	fl = symtab_func(se, flush_sym);
-	sv = symtab_func(se, sendv_sym);
-	if (rx && fl && sv && vaddr_to_offset(e, rx, &b->rx_off) &&
-	    vaddr_to_offset(e, fl, &b->flush_off) && vaddr_to_offset(e, sv, &b->sendv_off))
-		b->has_syms = true;
-	else if (!b->why[0])
-		say(b->why, sizeof(b->why), "%s has symbols but not %s", b->path,
-			 !rx ? rx_syms[0] : !fl ? flush_sym : sendv_sym);
+	for (; s < NSYMS; s++) {
+		const char *const *n = net_syms[s];
+
+		if (!(v = symtab_func(se, n[0])) && n[1] && (v = symtab_func(se, n[1])))
+			n++;
+		if (!v || !vaddr_to_offset(e, v, &b->off[s]))
+			break;
+		b->sym[s] = n[0];
+	}
+	b->has_syms = s == NSYMS;
+	if (!b->has_syms && !b->why[0])
+		say(b->why, sizeof(b->why), "%s has symbols but not %s", b->path, net_syms[s][0]);
 	if (de) {
 		elf_end(de);
 		close(dfd);
@@ -336,66 +363,22 @@ static void inspect(struct q_bin *b, const char *path)
 
 /* ----------------------------------------------------------- attach */
 
-static bool link_add(struct q_bin *b, struct bpf_link *l, char *why, size_t len,
-		     const char *what)
-{
-	if (!l) {
-		snprintf(why, len, "attach %s: %s", what, strerror(errno));
-		return false;
-	}
-	b->links[b->nlinks++] = l;
-	return true;
-}
-
 static void bin_detach(struct q_bin *b)
 {
 	for (unsigned int i = 0; i < b->nlinks; i++)
 		bpf_link__destroy(b->links[i]);
 	b->nlinks = 0;
-	b->attached = false;
 }
 
-static bool attach_uprobes(struct qemu_bpf *skel, struct q_bin *b, const char *exe,
-			   char *why, size_t len)
+static struct bpf_link *probe_attach(const struct qemu_bpf *skel, const struct q_probe *p,
+				     const struct q_bin *b, const char *exe)
 {
-	struct { struct bpf_program *prog; bool ret; uint64_t off; const char *name; } u[] = {
-		{ skel->progs.virt_qemu_uprobe_rx, false, b->rx_off, b->rx_sym },
-		{ skel->progs.virt_qemu_uretprobe_rx, true, b->rx_off, b->rx_sym },
-		{ skel->progs.virt_qemu_uprobe_flush, false, b->flush_off, flush_sym },
-		{ skel->progs.virt_qemu_uretprobe_flush, true, b->flush_off, flush_sym },
-		{ skel->progs.virt_qemu_uprobe_sendv, false, b->sendv_off, sendv_sym },
-	};
+	struct bpf_program *prog = *(struct bpf_program *const *)(const void *)
+		((const char *)skel + p->prog);
 
-	for (size_t i = 0; i < VIRT_ARRAY_SIZE(u); i++) {
-		struct bpf_link *l = bpf_program__attach_uprobe(u[i].prog, u[i].ret, -1, exe,
-								 (size_t)u[i].off);
-
-		if (!link_add(b, l, why, len, u[i].name))
-			return false;
-	}
-	return true;
-}
-
-static bool attach_usdt(struct qemu_bpf *skel, struct q_bin *b, const char *exe,
-			char *why, size_t len)
-{
-	struct { struct bpf_program *prog; const char *name; } u[] = {
-		{ skel->progs.virt_qemu_usdt_pop, "virtqueue_pop" },
-		{ skel->progs.virt_qemu_usdt_fill, "virtqueue_fill" },
-		{ skel->progs.virt_qemu_usdt_flush, "virtqueue_flush" },
-		{ skel->progs.virt_qemu_usdt_queue_notify, "virtio_queue_notify" },
-		{ skel->progs.virt_qemu_usdt_notify, "virtio_notify" },
-		{ skel->progs.virt_qemu_usdt_notify_irqfd, "virtio_notify_irqfd" },
-	};
-
-	for (size_t i = 0; i < VIRT_ARRAY_SIZE(u); i++) {
-		struct bpf_link *l = bpf_program__attach_usdt(u[i].prog, -1, exe, "qemu",
-							      u[i].name, NULL);
-
-		if (!link_add(b, l, why, len, u[i].name))
-			return false;
-	}
-	return true;
+	if (p->usdt)
+		return bpf_program__attach_usdt(prog, -1, exe, "qemu", p->usdt, NULL);
+	return bpf_program__attach_uprobe(prog, p->ret, -1, exe, (size_t)b->off[p->sym]);
 }
 
 /* Attach what b offers, through exe (a /proc/<pid>/exe of one of its
@@ -403,19 +386,27 @@ static bool attach_usdt(struct qemu_bpf *skel, struct q_bin *b, const char *exe,
 static void bin_attach(struct virt_family *fam, struct q_bin *b, const char *exe)
 {
 	struct qemu_state *st = fam->priv;
-	char why[PROBES_MAX] = "";
 	bool usdt = b->has_usdt && fam->opts[OPT_USDT].b;
 
-	if (b->attached || (!b->has_syms && !usdt))
+	if (b->nlinks || (!b->has_syms && !usdt))
 		return;
-	if ((b->has_syms && !attach_uprobes(st->skel, b, exe, why, sizeof(why))) ||
-	    (usdt && !attach_usdt(st->skel, b, exe, why, sizeof(why)))) {
+	for (size_t i = 0; i < VIRT_ARRAY_SIZE(probes); i++) {
+		const struct q_probe *p = &probes[i];
+		char why[PROBES_MAX];
+
+		if (p->usdt ? !usdt : !b->has_syms)
+			continue;
+		if ((b->links[b->nlinks] = probe_attach(st->skel, p, b, exe))) {
+			b->nlinks++;
+			continue;
+		}
+		say(why, sizeof(why), "attach %s: %s", p->usdt ? p->usdt : b->sym[p->sym],
+		    strerror(errno));
 		bin_detach(b);
-		snprintf(b->probes, sizeof(b->probes), "failed: %s", why);
+		say(b->probes, sizeof(b->probes), "failed: %s", why);
 		pmNotifyErr(LOG_WARNING, "qemu: %s: %s", b->path, why);
 		return;
 	}
-	b->attached = true;
 	snprintf(b->probes, sizeof(b->probes), "%s%s%s", usdt ? "usdt" : "",
 		 usdt && b->has_syms ? "+" : "", b->has_syms ? "uprobe" : "");
 	fam->programs += b->nlinks;
@@ -442,16 +433,7 @@ static struct q_bin *bin_of(struct qemu_state *st, const struct stat *sb, const 
 	for (size_t i = 0; i < st->nbins; i++)
 		if (st->bins[i]->dev == sb->st_dev && st->bins[i]->ino == sb->st_ino)
 			return st->bins[i];
-	if (st->nbins == st->capbins) {
-		size_t cap = st->capbins ? st->capbins * 2 : 4;
-		struct q_bin **v = realloc(st->bins, cap * sizeof(struct q_bin *));
-
-		if (!v)
-			return NULL;
-		st->bins = v;
-		st->capbins = cap;
-	}
-	if (!(b = calloc(1, sizeof(*b))))
+	if (VIRT_GROW(st->bins, st->capbins, st->nbins + 1) < 0 || !(b = calloc(1, sizeof(*b))))
 		return NULL;
 	b->dev = sb->st_dev;
 	b->ino = sb->st_ino;
@@ -491,12 +473,12 @@ static struct p_row *proc_of(struct qemu_state *st, uint32_t pid, bool create)
 		return NULL;
 	r->pid = pid;
 	r->start = vm->start;
-	virt_row_init(&r->txp, PM_INDOM_NULL, virt_indom(VIRT_I_QEMU_TXP_HIST), name);
-	virt_row_init(&r->txb, PM_INDOM_NULL, virt_indom(VIRT_I_QEMU_TXB_HIST), name);
-	virt_row_init(&r->txs, PM_INDOM_NULL, virt_indom(VIRT_I_QEMU_TXS_HIST), name);
 	/* no _pNN metrics for these: no percentile windows (~3.3 KB each) */
-	r->k.row.no_percentiles = r->txp.no_percentiles = true;
-	r->txb.no_percentiles = r->txs.no_percentiles = true;
+	r->k.row.no_percentiles = true;
+	for (size_t h = 1; h < NHISTS; h++) {
+		virt_row_init(&r->more[h - 1], PM_INDOM_NULL, virt_indom(hists[h].hindom), name);
+		r->more[h - 1].no_percentiles = true;
+	}
 	return r;
 }
 
@@ -523,9 +505,8 @@ static void proc_free(struct qemu_state *st, struct p_row *r)
 		virt_bpf_syscalls++;
 		bpf_map_delete_elem(bpf_map__fd(st->skel->maps.procs), &k);
 	}
-	virt_row_release(&r->txp);
-	virt_row_release(&r->txb);
-	virt_row_release(&r->txs);
+	for (size_t h = 1; h < NHISTS; h++)
+		virt_row_release(&r->more[h - 1]);
 	virt_table_remove(&st->procs, r);
 }
 
@@ -597,6 +578,7 @@ static void scan(struct virt_family *fam)
 			continue;
 		r->present = true;
 		r->bin = b;
+		r->measured = b->has_syms;
 		if (st->skel)
 			bin_attach(fam, b, exe);
 		if (b->has_syms || b->has_usdt)
@@ -626,47 +608,66 @@ static bool qemu_ready(struct virt_family *fam)
 	return st->scan_ok;
 }
 
-static int qemu_attach(struct virt_family *fam)
+static struct virt_skel *open_skel(void)
 {
-	struct qemu_state *st = state(fam);
-	struct qemu_bpf *skel;
-	int err;
+	return (struct virt_skel *)qemu_bpf__open();
+}
 
-	if (!st)
-		return -ENOMEM;
-	if (fam->want_method[0] && strcmp(fam->want_method, "uprobe") != 0) {
-		virt_set_reason(fam, "method %s: not one of this family's (uprobe)", fam->want_method);
-		return -EINVAL;
-	}
-	if (!(skel = qemu_bpf__open())) {
-		virt_set_reason(fam, "open: %s", strerror(errno));
-		return -errno;
-	}
+static int configure(struct virt_family *fam, struct virt_skel *obj, const char *method,
+		     char *why, size_t len)
+{
+	struct qemu_bpf *skel = (struct qemu_bpf *)obj;
+
+	(void)method, (void)why, (void)len;
 	bpf_map__set_max_entries(skel->maps.procs, (__u32)fam->opts[OPT_MAX_PROCS].u);
 	bpf_map__set_max_entries(skel->maps.vqs, (__u32)fam->opts[OPT_MAX_QUEUES].u);
 	bpf_map__set_max_entries(skel->maps.vqinfo, (__u32)fam->opts[OPT_MAX_QUEUES].u);
-	if ((err = qemu_bpf__load(skel))) {
-		virt_set_reason(fam, "load: %s", strerror(-err));
-		qemu_bpf__destroy(skel);
-		return err;
-	}
-	st->skel = skel;
-	fam->programs = 0;
-	snprintf(fam->method, sizeof(fam->method), "uprobe");
-	scan(fam);			/* attaches every probe-able binary */
-	if (!fam->programs) {
-		char why[VIRT_REASON_MAX] = "";
+	return 0;
+}
 
-		for (size_t i = 0; i < st->nbins && !why[0]; i++)
-			if (strncmp(st->bins[i]->probes, "failed: ", 8) == 0)
-				say(why, sizeof(why), "%s: %s", st->bins[i]->path,
-					 st->bins[i]->probes + 8);
-		qemu_bpf__destroy(skel);
-		st->skel = NULL;
-		virt_set_reason(fam, "%s", why[0] ? why : "nothing to attach");
-		return VIRT_NOT_YET;
-	}
-	return VIRT_ATTACHED;
+/* The skeleton attaches nothing (no target in the programs' sections): a
+ * scan attaches every probe-able binary, and counts its links. */
+static int attached(struct virt_family *fam, struct virt_skel *obj, char *why, size_t len)
+{
+	struct qemu_state *st = fam->priv;
+
+	st->skel = (struct qemu_bpf *)obj;
+	fam->programs = 0;
+	scan(fam);
+	if (fam->programs)
+		return 0;
+	snprintf(why, len, "nothing to attach");
+	for (size_t i = 0; i < st->nbins; i++)
+		if (strncmp(st->bins[i]->probes, "failed: ", 8) == 0) {
+			say(why, len, "%s: %s", st->bins[i]->path, st->bins[i]->probes + 8);
+			break;
+		}
+	st->skel = NULL;
+	st->nothing_attached = true;
+	return -1;
+}
+
+static const char *const qemu_methods[] = { "uprobe" };
+
+static const struct virt_attach_ops qemu_ops = {
+	.methods = qemu_methods,
+	.nmethods = VIRT_ARRAY_SIZE(qemu_methods),
+	.open = open_skel,
+	.configure = configure,
+	.attached = attached,
+};
+
+static int qemu_attach(struct virt_family *fam)
+{
+	struct qemu_state *st = state(fam);
+
+	if (!st)
+		return -ENOMEM;
+	st->nothing_attached = false;
+	if ((st->skel = (struct qemu_bpf *)virt_attach_skel(fam, &qemu_ops)))
+		return VIRT_ATTACHED;
+	/* no binary took a probe: again at the next poll, not later */
+	return st->nothing_attached ? VIRT_NOT_YET : -ENOENT;
 }
 
 static void qemu_detach(struct virt_family *fam)
@@ -677,7 +678,7 @@ static void qemu_detach(struct virt_family *fam)
 		return;
 	for (size_t i = 0; i < st->nbins; i++) {
 		bin_detach(st->bins[i]);
-		if (strncmp(st->bins[i]->probes, "none", 4) != 0)
+		if (st->bins[i]->has_syms || st->bins[i]->has_usdt)	/* not "none: ..." */
 			st->bins[i]->probes[0] = '\0';
 	}
 	/* what this object counted moves into the rows' bases */
@@ -687,14 +688,13 @@ static void qemu_detach(struct virt_family *fam)
 		memcpy(r->base, r->sum, sizeof(r->base));
 		memset(r->last, 0, sizeof(r->last));
 		virt_row_rebase(&r->k.row);
-		virt_row_rebase(&r->txp);
-		virt_row_rebase(&r->txb);
-		virt_row_rebase(&r->txs);
+		for (size_t h = 1; h < NHISTS; h++)
+			virt_row_rebase(&r->more[h - 1]);
 		r->counted = false;
 	}
 	while (st->vqs.n)
 		virt_table_remove(&st->vqs, st->vqs.v[st->vqs.n - 1]);
-	qemu_bpf__destroy(st->skel);
+	virt_skel_destroy((struct virt_skel *)st->skel);
 	st->skel = NULL;
 }
 
@@ -723,14 +723,12 @@ static void read_procs(struct qemu_state *st)
 
 		for (size_t w = 0; w < NSCALAR; w++)
 			r->sum[w] = r->base[w] + r->last[w];
-		virt_row_set(&r->k.row, NULL, 0, &r->last[NWD(rx_hist)]);
-		virt_row_set(&r->txp, NULL, 0, &r->last[NWD(txp_hist)]);
-		virt_row_set(&r->txb, NULL, 0, &r->last[NWD(txb_hist)]);
-		virt_row_set(&r->txs, NULL, 0, &r->last[NWD(txs_hist)]);
-		virt_row_expose(&r->k.row, true);
-		virt_row_expose(&r->txp, true);
-		virt_row_expose(&r->txb, true);
-		virt_row_expose(&r->txs, true);
+		for (size_t h = 0; h < NHISTS; h++) {
+			struct virt_row *row = h ? &r->more[h - 1] : &r->k.row;
+
+			virt_row_set(row, NULL, 0, &r->last[hists[h].word]);
+			virt_row_expose(row, true);
+		}
 	}
 }
 
@@ -759,7 +757,7 @@ static unsigned int dev_number(struct p_row *p, uint64_t vdev)
 	for (unsigned int i = 0; i < p->ndevs; i++)
 		if (p->devs[i] == vdev)
 			return i;
-	if (p->ndevs < sizeof(p->devs) / sizeof(p->devs[0]))
+	if (p->ndevs < VIRT_ARRAY_SIZE(p->devs))
 		p->devs[p->ndevs++] = vdev;
 	return p->ndevs - 1;
 }
@@ -809,8 +807,6 @@ static void read_vqs(struct qemu_state *st)
 	int ninfo = 0;
 	bool fresh = false;
 
-	for (size_t i = 0; i < st->vqs.n; i++)
-		((struct v_row *)st->vqs.v[i])->seen = false;
 	for (int i = 0; i < got; i++) {
 		const struct qemu_vq_key *k = (const struct qemu_vq_key *)st->vbulk.keys + i;
 		struct v_row *v = vq_of(st, k);
@@ -827,7 +823,6 @@ static void read_vqs(struct qemu_state *st)
 				continue;
 		}
 		memcpy(v->v, (const uint64_t *)st->vbulk.vals + (size_t)i * VW, sizeof(uint64_t) * VW);
-		v->seen = true;
 		virt_row_expose(&v->k.row, true);
 	}
 }
@@ -847,70 +842,51 @@ static int qemu_refresh(struct virt_family *fam)
 
 /* -------------------------------------------------------------- fetch */
 
-static const size_t net_word[VIRT_NMETRICS] = {
-	[VIRT_M_QEMU_RX_DELIVERED] = NWD(rx_packets),
-	[VIRT_M_QEMU_RX_DELIVERED_BYTES] = NWD(rx_bytes),
-	[VIRT_M_QEMU_RX_DEFERRED] = NWD(rx_dropped),
-	[VIRT_M_QEMU_TX_FLUSHES] = NWD(tx_flushes),
-	[VIRT_M_QEMU_TX_SENT] = NWD(tx_packets),
-	[VIRT_M_QEMU_TX_SENT_BYTES] = NWD(tx_bytes),
-	[VIRT_M_QEMU_TX_BUSY] = NWD(tx_busy),
+#define NET(id, field) [VIRT_M_QEMU_##id] = \
+	VIRT_ANSWER_WORD_WHEN(QEMU_PROC, struct p_row, k.row, sum[NWD(field)], measured)
+#define VQ(id, field) [VIRT_M_QEMU_VQ_##id] = \
+	VIRT_ANSWER_WORD(QEMU_VQ, struct v_row, k.row, v[VWD(field)])
+
+/* the net counters have no value (not measured, not zero) for processes
+ * whose binary has no symbols */
+static const struct virt_answer qemu_answers[VIRT_NMETRICS] = {
+	[VIRT_M_QEMU_RX_BYTES] = VIRT_ANSWER_BUCKET(QEMU_RX_HIST),
+	[VIRT_M_QEMU_TX_PACKETS] = VIRT_ANSWER_BUCKET(QEMU_TXP_HIST),
+	[VIRT_M_QEMU_TX_BYTES] = VIRT_ANSWER_BUCKET(QEMU_TXB_HIST),
+	[VIRT_M_QEMU_TX_SIZES] = VIRT_ANSWER_BUCKET(QEMU_TXS_HIST),
+	NET(RX_DELIVERED, rx_packets),
+	NET(RX_DELIVERED_BYTES, rx_bytes),
+	NET(RX_DEFERRED, rx_dropped),
+	NET(TX_FLUSHES, tx_flushes),
+	NET(TX_SENT, tx_packets),
+	NET(TX_SENT_BYTES, tx_bytes),
+	NET(TX_BUSY, tx_busy),
+	VQ(POPS, pops),
+	VQ(FILLS, fills),
+	VQ(FILL_BYTES, fill_bytes),
+	VQ(FLUSHES, flushes),
+	VQ(KICKS, kicks),
+	VQ(NOTIFIES, notifies),
 };
 
-static const size_t vq_word[VIRT_NMETRICS] = {
-	[VIRT_M_QEMU_VQ_POPS] = VWD(pops),
-	[VIRT_M_QEMU_VQ_FILLS] = VWD(fills),
-	[VIRT_M_QEMU_VQ_FILL_BYTES] = VWD(fill_bytes),
-	[VIRT_M_QEMU_VQ_FLUSHES] = VWD(flushes),
-	[VIRT_M_QEMU_VQ_KICKS] = VWD(kicks),
-	[VIRT_M_QEMU_VQ_NOTIFIES] = VWD(notifies),
-};
-
+/* The strings of a process's binary, which the answers cannot say. */
 static int qemu_fetch(struct virt_family *fam, enum virt_metric_id m, unsigned int inst,
 		      pmAtomValue *atom)
 {
-	struct virt_row *row;
-	struct p_row *r;
+	struct virt_row *row = virt_row_of(virt_indom(VIRT_I_QEMU_PROC), inst);
+	struct q_bin *b;
 
 	(void)fam;
-	switch (m) {
-	case VIRT_M_QEMU_RX_BYTES:
-		return virt_row_fetch(VIRT_I_QEMU_RX_HIST, VIRT_ROW_HIST, inst, atom);
-	case VIRT_M_QEMU_TX_PACKETS:
-		return virt_row_fetch(VIRT_I_QEMU_TXP_HIST, VIRT_ROW_HIST, inst, atom);
-	case VIRT_M_QEMU_TX_BYTES:
-		return virt_row_fetch(VIRT_I_QEMU_TXB_HIST, VIRT_ROW_HIST, inst, atom);
-	case VIRT_M_QEMU_TX_SIZES:
-		return virt_row_fetch(VIRT_I_QEMU_TXS_HIST, VIRT_ROW_HIST, inst, atom);
-	case VIRT_M_QEMU_VQ_POPS: case VIRT_M_QEMU_VQ_FILLS: case VIRT_M_QEMU_VQ_FILL_BYTES:
-	case VIRT_M_QEMU_VQ_FLUSHES: case VIRT_M_QEMU_VQ_KICKS: case VIRT_M_QEMU_VQ_NOTIFIES:
-		if (!(row = virt_row_of(virt_indom(VIRT_I_QEMU_VQ), inst)))
-			return PM_ERR_INST;
-		atom->ull = VIRT_ENTRY_OF(row, struct v_row)->v[vq_word[m]];
-		return PMDA_FETCH_STATIC;
-	default:
-		break;
-	}
-	if (!(row = virt_row_of(virt_indom(VIRT_I_QEMU_PROC), inst)))
+	if (!row)
 		return PM_ERR_INST;
-	r = VIRT_ENTRY_OF(row, struct p_row);
-	switch (m) {
-	case VIRT_M_QEMU_PROCESS_PROBES:
-		atom->cp = r->bin && r->bin->probes[0] ? r->bin->probes : (char *)"none";
-		return PMDA_FETCH_STATIC;
-	case VIRT_M_QEMU_PROCESS_BINARY:
-		atom->cp = r->bin ? r->bin->path : (char *)"";
-		return PMDA_FETCH_STATIC;
-	case VIRT_M_QEMU_RX_DELIVERED: case VIRT_M_QEMU_RX_DELIVERED_BYTES:
-	case VIRT_M_QEMU_RX_DEFERRED: case VIRT_M_QEMU_TX_FLUSHES: case VIRT_M_QEMU_TX_SENT:
-	case VIRT_M_QEMU_TX_SENT_BYTES: case VIRT_M_QEMU_TX_BUSY:
-		if (!r->bin || !r->bin->has_syms)
-			return PMDA_FETCH_NOVALUES;	/* not measured, not zero */
-		atom->ull = r->sum[net_word[m]];
-		return PMDA_FETCH_STATIC;
-	default:
+	b = VIRT_ENTRY_OF(row, struct p_row)->bin;
+	if (m == VIRT_M_QEMU_PROCESS_PROBES)
+		atom->cp = b && b->probes[0] ? b->probes : (char *)"none";
+	else if (m == VIRT_M_QEMU_PROCESS_BINARY)
+		atom->cp = b ? b->path : (char *)"";
+	else
 		return PM_ERR_PMID;
-	}
+	return PMDA_FETCH_STATIC;
 }
 
 /* "<vm>/<device>/<queue>": the device and queue labels of a virtqueue */
@@ -960,5 +936,6 @@ const struct virt_module virt_module = {
 	.detach = qemu_detach,
 	.refresh = qemu_refresh,
 	.fetch = qemu_fetch,
+	.answers = qemu_answers,
 	.labels = qemu_labels,
 };

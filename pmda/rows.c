@@ -232,28 +232,13 @@ int virt_answer(const struct virt_answer *a, unsigned int inst, pmAtomValue *ato
 	if (a->kind == VIRT_ANS_PERCENTILE)
 		return virt_row_percentile((const struct virt_row *)(const void *)(row + a->off),
 					   a->pct, atom);
+	if (a->when && !*(const bool *)(const void *)(row + a->when))
+		return PMDA_FETCH_NOVALUES;
 	atom->ull = *(const uint64_t *)(const void *)(row + a->off);
 	return PMDA_FETCH_STATIC;
 }
 
 /* ------------------------------------------------------------- tables */
-
-int virt_grow(void *v, size_t *cap, size_t need, size_t elem)
-{
-	void **arr = v;
-	size_t ncap = *cap ? *cap : 16;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	while (ncap < need)
-		ncap *= 2;
-	if (!(p = realloc(*arr, ncap * elem)))
-		return -1;
-	*arr = p;
-	*cap = ncap;
-	return 0;
-}
 
 uint64_t virt_name_key(const char *name)
 {

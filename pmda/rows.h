@@ -12,6 +12,7 @@
 #define VIRT_ROWS_H
 
 #include "virt.h"
+#include "array.h"
 #include "hist.h"
 
 #include <stddef.h>
@@ -111,20 +112,28 @@ struct virt_answer {
 	enum virt_indom_id indom;
 	ptrdiff_t off;
 	unsigned int pct;
+	/* a word's condition: the offset of a bool of the entry while which
+	 * the instance has a value (no value: not measured, not zero); 0 for
+	 * none (offset 0 is the row's name, never a condition) */
+	ptrdiff_t when;
 };
 /* offset of field from row in an entry of type T */
 #define VIRT_ANSWER_OFF(T, row, field) ((ptrdiff_t)offsetof(T, field) - (ptrdiff_t)offsetof(T, row))
 #define VIRT_ANSWER_WORD(indom, T, row, field) \
-	{ VIRT_ANS_WORD, VIRT_I_##indom, VIRT_ANSWER_OFF(T, row, field), 0 }
-#define VIRT_ANSWER_BUCKET(hindom) { VIRT_ANS_BUCKET, VIRT_I_##hindom, 0, 0 }
+	{ VIRT_ANS_WORD, VIRT_I_##indom, VIRT_ANSWER_OFF(T, row, field), 0, 0 }
+/* the word, while the entry's bool flag is true */
+#define VIRT_ANSWER_WORD_WHEN(indom, T, row, field, flag) \
+	{ VIRT_ANS_WORD, VIRT_I_##indom, VIRT_ANSWER_OFF(T, row, field), 0, \
+	  VIRT_ANSWER_OFF(T, row, flag) }
+#define VIRT_ANSWER_BUCKET(hindom) { VIRT_ANS_BUCKET, VIRT_I_##hindom, 0, 0, 0 }
 #define VIRT_ANSWER_PERCENTILE(indom, T, row, hrow, p) \
-	{ VIRT_ANS_PERCENTILE, VIRT_I_##indom, VIRT_ANSWER_OFF(T, row, hrow), p }
+	{ VIRT_ANS_PERCENTILE, VIRT_I_##indom, VIRT_ANSWER_OFF(T, row, hrow), p, 0 }
 /* the p50, p90 and p99 metrics of one histogram: <id>_P50 ... */
 #define VIRT_ANSWER_PERCENTILES(id, indom, T, row, hrow) \
 	[id##_P50] = VIRT_ANSWER_PERCENTILE(indom, T, row, hrow, 50), \
 	[id##_P90] = VIRT_ANSWER_PERCENTILE(indom, T, row, hrow, 90), \
 	[id##_P99] = VIRT_ANSWER_PERCENTILE(indom, T, row, hrow, 99)
-#define VIRT_ANSWER_NONE { VIRT_ANS_NOVALUES, 0, 0, 0 }
+#define VIRT_ANSWER_NONE { VIRT_ANS_NOVALUES, 0, 0, 0, 0 }
 
 /* Answer a fetch of inst as a says (not VIRT_ANS_MODULE). */
 int virt_answer(const struct virt_answer *a, unsigned int inst, pmAtomValue *atom);
@@ -179,11 +188,5 @@ void virt_table_rekey(struct virt_table *t, void *entry, uint64_t key);
 void virt_table_remove(struct virt_table *t, void *entry);
 /* Remove every entry and free the table's arrays. */
 void virt_table_clear(struct virt_table *t);
-
-/* Room for need elements of elem bytes in *v (grown by doubling, at least
- * 16): 0, or -1 when out of memory (*v and *cap unchanged). */
-int virt_grow(void *v, size_t *cap, size_t need, size_t elem);
-/* (sizeof of an element that may be a struct pointer: NOLINT for clang-tidy) */
-#define VIRT_GROW(arr, cap, need) virt_grow(&(arr), &(cap), (need), sizeof(*(arr))) /* NOLINT(bugprone-sizeof-expression) */
 
 #endif

@@ -24,7 +24,7 @@
  * high word and a checksum of metrics/<*>.def (build/tables.h, made by the
  * GNUmakefile) in the low one. */
 #include "tables.h"
-#define VIRT_MODULE_VERSION 4u
+#define VIRT_MODULE_VERSION 5u
 #define VIRT_MODULE_ABI ((uint64_t)VIRT_MODULE_VERSION << 32 | VIRT_TABLES_CRC)
 
 /* Global metric ids: VIRT_M_<ID> for every VIRT_METRIC in metrics/<family>.def. */
@@ -179,8 +179,10 @@ struct virt_attach_ops {
 	 * variant that cannot load here (may be NULL). 0, or -1 with why */
 	int (*configure)(struct virt_family *fam, struct virt_skel *skel,
 			 const char *method, char *why, size_t len);
-	/* after attach: map memory, per-attach state (may be NULL). 0, or -1
-	 * with why, having undone its own work */
+	/* after attach: map memory, per-attach state, links the skeleton
+	 * cannot make (per-binary uprobes: then it sets fam->programs, which
+	 * holds the programs loaded). May be NULL. 0, or -1 with why, having
+	 * undone its own work */
 	int (*attached)(struct virt_family *fam, struct virt_skel *skel,
 			char *why, size_t len);
 };

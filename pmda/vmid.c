@@ -1,5 +1,6 @@
 /* VM identity of a VMM process (pmda/vmid.h). */
 #include "vmid.h"
+#include "array.h"
 
 #include <ctype.h>
 #include <fcntl.h>
@@ -554,16 +555,7 @@ const struct vmid *vmid_set_insert(struct vmid_set *s, const struct vmid *id)
 			else
 				i++;
 	}
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 16;
-		struct vmid **v = realloc(s->v, cap * sizeof(struct vmid *));
-
-		if (!v)
-			return NULL;
-		s->v = v;
-		s->cap = cap;
-	}
-	if (!(e = malloc(sizeof(*e))))
+	if (VIRT_GROW(s->v, s->cap, s->n + 1) < 0 || !(e = malloc(sizeof(*e))))
 		return NULL;
 	*e = *id;
 	if (taken)

@@ -4,6 +4,7 @@
  * reasons") and AMD APM (vol. 2, appendix C) that qa/src/kvmguest.c's exits
  * carry, and the slot layout of bpf/kvm.h. */
 #include "kvm_names.h"
+#include "array.h"
 #include "unit.h"
 
 #include <linux/kvm.h>	/* <asm/kvm.h>: the *_VECTOR numbers SVM_EXIT_REASONS uses */
@@ -18,8 +19,8 @@ static const struct { unsigned int code; const char *name; } vmx[] = {
 }, svm[] = {
 	SVM_EXIT_REASONS
 };
-#define NVMX (sizeof(vmx) / sizeof(vmx[0]))
-#define NSVM (sizeof(svm) / sizeof(svm[0]))
+#define NVMX VIRT_ARRAY_SIZE(vmx)
+#define NSVM VIRT_ARRAY_SIZE(svm)
 
 static int is_named(unsigned int isa, unsigned int code, const char *want)
 {

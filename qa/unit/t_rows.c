@@ -148,19 +148,22 @@ struct ans_entry {
 	struct virt_keyed k;
 	struct virt_row second;
 	uint64_t sum[3];
+	bool measured;
 };
 
-enum { A_WORD, A_BUCKET, A_PCT, A_PCT2, A_NONE, A_N };
+enum { A_WORD, A_WHEN, A_BUCKET, A_PCT, A_PCT2, A_NONE, A_N };
 
-/* Answers: a word, a bucket, percentiles of the main and of a second row,
- * no value, and an unknown instance. */
+/* Answers: a word, a word while measured, a bucket, percentiles of the
+ * main and of a second row, no value, and an unknown instance. */
 static void check_answers(void)
 {
 	static const struct virt_answer ans[A_N] = {
-		[A_WORD] = { VIRT_ANS_WORD, 4, VIRT_ANSWER_OFF(struct ans_entry, k.row, sum[2]), 0 },
-		[A_BUCKET] = { VIRT_ANS_BUCKET, 5, 0, 0 },
-		[A_PCT] = { VIRT_ANS_PERCENTILE, 4, VIRT_ANSWER_OFF(struct ans_entry, k.row, k.row), 50 },
-		[A_PCT2] = { VIRT_ANS_PERCENTILE, 4, VIRT_ANSWER_OFF(struct ans_entry, k.row, second), 50 },
+		[A_WORD] = { VIRT_ANS_WORD, 4, VIRT_ANSWER_OFF(struct ans_entry, k.row, sum[2]), 0, 0 },
+		[A_WHEN] = { VIRT_ANS_WORD, 4, VIRT_ANSWER_OFF(struct ans_entry, k.row, sum[1]), 0,
+			     VIRT_ANSWER_OFF(struct ans_entry, k.row, measured) },
+		[A_BUCKET] = { VIRT_ANS_BUCKET, 5, 0, 0, 0 },
+		[A_PCT] = { VIRT_ANS_PERCENTILE, 4, VIRT_ANSWER_OFF(struct ans_entry, k.row, k.row), 50, 0 },
+		[A_PCT2] = { VIRT_ANS_PERCENTILE, 4, VIRT_ANSWER_OFF(struct ans_entry, k.row, second), 50, 0 },
 		[A_NONE] = VIRT_ANSWER_NONE,
 	};
 	struct virt_table t = VIRT_TABLE_OF(struct ans_entry);
@@ -183,6 +186,11 @@ static void check_answers(void)
 	virt_row_expose(&e->second, true);
 	CHECK(virt_answer(&ans[A_WORD], (unsigned int)e->k.row.inst, &a) == PMDA_FETCH_STATIC &&
 	      a.ull == 77);
+	e->sum[1] = 0;
+	CHECK(virt_answer(&ans[A_WHEN], (unsigned int)e->k.row.inst, &a) == PMDA_FETCH_NOVALUES);
+	e->measured = true;
+	CHECK(virt_answer(&ans[A_WHEN], (unsigned int)e->k.row.inst, &a) == PMDA_FETCH_STATIC &&
+	      a.ull == 0);
 	CHECK(virt_answer(&ans[A_PCT], (unsigned int)e->k.row.inst, &a) == PMDA_FETCH_STATIC &&
 	      a.ull >= 8 && a.ull <= 15);
 	CHECK(virt_answer(&ans[A_PCT2], (unsigned int)e->k.row.inst, &a) == PMDA_FETCH_STATIC &&
