@@ -101,6 +101,9 @@ struct kvm_state {
 	uint64_t *vgone_key;
 	struct kvm_vm_stats *vgone;
 	uint32_t max_vcpus;		/* their entries */
+	int nvgone;			/* entries of the last read */
+	uint64_t vgone_folds;		/* folds_done at that read */
+	bool vgone_valid;		/* of this BPF object */
 	/* a read of vms_gone (max_vms entries) */
 	uint32_t *gone_tgid;
 	struct kvm_vm_stats *gone;
@@ -293,6 +296,7 @@ static void kvm_detach(struct virt_family *fam)
 	if (!st)
 		return;
 	vcpus_forget(st, (uint32_t)fam->opts[OPT_MAX_VMS].u);
+	st->vgone_valid = false;
 	unmap_arrays(st);
 	kvm_bpf__destroy(st->skel);
 	st->skel = NULL;
@@ -488,6 +492,23 @@ static int read_vcpus_gone(struct kvm_state *st)
 {
 	return virt_map_dump(bpf_map__fd(st->skel->maps.vcpus_gone), st->vgone_key,
 			     sizeof(*st->vgone_key), st->vgone, sizeof(*st->vgone), st->max_vcpus);
+}
+
+/* vcpus_gone as of now: read again only when a fold (the one writer, a
+ * vCPU destroyed) completed since the last read, so a steady refresh makes
+ * no bpf() call for it. The caller sums only while no fold runs. */
+static int vcpus_gone_now(struct kvm_state *st)
+{
+	uint64_t done = __atomic_load_n(&st->skel->bss->folds_done, __ATOMIC_ACQUIRE);
+	int n;
+
+	if (st->vgone_valid && done == st->vgone_folds)
+		return st->nvgone;
+	n = read_vcpus_gone(st);
+	st->nvgone = n < 0 ? 0 : n;
+	st->vgone_folds = done;
+	st->vgone_valid = n >= 0;
+	return st->nvgone;
 }
 
 /* A slot's counts stay with its VM when the slot goes. */
@@ -747,7 +768,7 @@ static void sum_vms(struct kvm_state *st, struct virt_family *fam)
 	free_exited_slots(st);
 	n = read_gone(st, max_vms);
 	fold_exited_gone(st, n);
-	nv = read_vcpus_gone(st);
+	nv = vcpus_gone_now(st);
 	fold_exited_vcpus_gone(st, nv);
 	retire_exited(st);
 	for (size_t i = 0; i < st->vms.n; i++)
