@@ -693,27 +693,34 @@ static void fold_exited_gone(struct kvm_state *st, int n)
 			continue;
 		if (vm)
 			add_vm_stats(vm->gone, &st->gone[i]);
-		bpf_map_delete_elem(bpf_map__fd(st->skel->maps.vms_gone), &st->gone_tgid[i]);
+		virt_map_delete(bpf_map__fd(st->skel->maps.vms_gone), &st->gone_tgid[i]);
 		st->gone_tgid[i] = 0;
 	}
 }
 
 /* vcpus_gone entries of exited VMMs: into their vCPU rows' gone, then
- * deleted (with fold_exited_gone, before the VM rows retire). */
-static void fold_exited_vcpus_gone(struct kvm_state *st, int n)
+ * deleted (with fold_exited_gone, before the VM rows retire), and out of
+ * the copy vcpus_gone_now() keeps, which goes on mirroring the map. */
+static int fold_exited_vcpus_gone(struct kvm_state *st, int n)
 {
+	int kept = 0;
+
 	for (int i = 0; i < n; i++) {
 		uint32_t tgid = (uint32_t)(st->vgone_key[i] >> 32);
 		struct vm_entry *vm = vm_of(st, tgid);
 		struct vcpu_entry *c;
 
-		if (vm ? vm->k.row.live : pid_alive(tgid))
+		if (vm ? vm->k.row.live : pid_alive(tgid)) {
+			st->vgone_key[kept] = st->vgone_key[i];
+			st->vgone[kept++] = st->vgone[i];
 			continue;
+		}
 		if (vm && (c = vcpu_row(st, vm, (uint32_t)st->vgone_key[i])))
 			add_vm_stats(c->gone, &st->vgone[i]);
-		bpf_map_delete_elem(bpf_map__fd(st->skel->maps.vcpus_gone), &st->vgone_key[i]);
-		st->vgone_key[i] = 0;
+		virt_map_delete(bpf_map__fd(st->skel->maps.vcpus_gone), &st->vgone_key[i]);
 	}
+	st->nvgone = kept;
+	return kept;
 }
 
 /* Per vCPU, after the VMs' sums: the same three parts, for vCPUs of live
@@ -741,7 +748,7 @@ static void sum_vcpus(struct kvm_state *st, int nvgone)
 		struct vm_entry *vm;
 		struct vcpu_entry *c;
 
-		if (!st->vgone_key[i] || !(vm = vm_of(st, (uint32_t)(st->vgone_key[i] >> 32))) ||
+		if (!(vm = vm_of(st, (uint32_t)(st->vgone_key[i] >> 32))) ||
 		    !vm->k.row.live || !(c = vcpu_row(st, vm, (uint32_t)st->vgone_key[i])))
 			continue;
 		add_vm_stats(c->sum, &st->vgone[i]);
@@ -768,8 +775,7 @@ static void sum_vms(struct kvm_state *st, struct virt_family *fam)
 	free_exited_slots(st);
 	n = read_gone(st, max_vms);
 	fold_exited_gone(st, n);
-	nv = vcpus_gone_now(st);
-	fold_exited_vcpus_gone(st, nv);
+	nv = fold_exited_vcpus_gone(st, vcpus_gone_now(st));
 	retire_exited(st);
 	for (size_t i = 0; i < st->vms.n; i++)
 		memcpy(vm_at(st, i)->sum, vm_at(st, i)->gone, sizeof(vm_at(st, i)->sum));
