@@ -106,6 +106,16 @@ struct {
 	__type(value, struct kvm_vm_stats);
 } vms_gone SEC(".maps");
 
+/* Per VMM process and vcpu_id (KVM_VCPU_KEY): what the slots of its
+ * destroyed vCPUs counted, for the per-vCPU rows (sized max_vcpus by the
+ * agent, which deletes exited processes' entries). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct kvm_vm_stats);
+} vcpus_gone SEC(".maps");
+
 /* Every fold of a slot into vms_gone is bracketed by these: the agent sums
  * slots and vms_gone again when a fold ran meanwhile. */
 __u64 folds_begun, folds_done;
@@ -235,7 +245,22 @@ static __always_inline struct kvm_vcpu_slot *find_vcpu(__u64 ident, __u32 *idx)
 	return NULL;
 }
 
-static __always_inline struct kvm_vcpu_slot *claim_vcpu(__u64 ident, __u32 *idx)
+/* Where a claim finds the vCPU's KVM vcpu_id: a BTF-typed struct kvm_vcpu
+ * (tp_btf: a plain load), an untyped one (raw_tp: a probe read) or the
+ * classic tracepoint's record. Read at claim only, not per exit. */
+enum vcpu_id_src { ID_BTF, ID_PROBE, ID_RECORD };
+
+static __always_inline __u32 vcpu_id_of(enum vcpu_id_src src, void *p)
+{
+	if (src == ID_BTF)
+		return (__u32)((struct kvm_vcpu *)p)->vcpu_id;
+	if (src == ID_PROBE)
+		return (__u32)BPF_CORE_READ((struct kvm_vcpu *)p, vcpu_id);
+	return ((struct trace_event_raw_kvm_exit___virt *)p)->vcpu_id;
+}
+
+static __always_inline struct kvm_vcpu_slot *claim_vcpu(__u64 ident, __u32 *idx,
+							enum vcpu_id_src src, void *p)
 {
 	__u32 h = home(ident);
 
@@ -244,6 +269,8 @@ static __always_inline struct kvm_vcpu_slot *claim_vcpu(__u64 ident, __u32 *idx)
 		struct kvm_vcpu_slot *s = bpf_map_lookup_elem(&vcpus, &k);
 
 		if (s && !s->ident && !__sync_val_compare_and_swap(&s->ident, 0, ident)) {
+			s->vcpu_id = vcpu_id_of(src, p);
+			asm volatile("" ::: "memory");	/* before adopt() sets tgid */
 			*idx = k;
 			return s;
 		}
@@ -308,14 +335,15 @@ static __always_inline struct kvm_vcpu_slot *thread_vcpu(void)
  * a new VMM's (the old one's struct was freed): the slot keeps the old VM's
  * counts for the agent, and the vCPU gets a slot of its own. */
 static __always_inline struct kvm_vcpu_slot *adopt(struct kvm_vcpu_slot *s, __u32 idx,
-						    __u64 ident, __u64 owner)
+						    __u64 ident, __u64 owner,
+						    enum vcpu_id_src src, void *p)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
 
 	if (s->tgid && s->tgid != tgid) {
 		s->ident = KVM_VCPU_RETIRED;
-		s = claim_vcpu(ident, &idx);
+		s = claim_vcpu(ident, &idx, src, p);
 		if (!s)
 			return NULL;
 	}
@@ -326,22 +354,24 @@ static __always_inline struct kvm_vcpu_slot *adopt(struct kvm_vcpu_slot *s, __u3
 	return s;
 }
 
-static __always_inline struct kvm_vcpu_slot *vcpu_slot(__u64 ident, __u64 owner)
+static __always_inline struct kvm_vcpu_slot *vcpu_slot(__u64 ident, __u64 owner,
+							enum vcpu_id_src src, void *p)
 {
 	struct kvm_vcpu_slot *s;
 	__u32 idx = 0;
 
 	s = find_vcpu(ident, &idx);
-	if (!s && !(s = claim_vcpu(ident, &idx)))
+	if (!s && !(s = claim_vcpu(ident, &idx, src, p)))
 		return NULL;
 	if (s->owner != owner)
-		s = adopt(s, idx, ident, owner);
+		s = adopt(s, idx, ident, owner, src, p);
 	return s;
 }
 
 /* -------------------------------------------------------------- handlers */
 
-static __always_inline int on_exit(__u64 ident, __u64 owner, __u32 isa, __u32 code)
+static __always_inline int on_exit(__u64 ident, __u64 owner, __u32 isa, __u32 code,
+				   enum vcpu_id_src src, void *p)
 {
 	__u32 slot = exit_slot(isa, code);
 	struct kvm_vcpu_slot *s;
@@ -351,12 +381,12 @@ static __always_inline int on_exit(__u64 ident, __u64 owner, __u32 isa, __u32 co
 
 		if (st)
 			__sync_fetch_and_add(&st->count, 1);
-		s = vcpu_slot(ident, owner);
+		s = vcpu_slot(ident, owner, src, p);
 		if (s)
 			s->vm.exits++;
 		return 0;
 	}
-	s = vcpu_slot(ident, owner);
+	s = vcpu_slot(ident, owner, src, p);
 	if (!s)
 		return 0;
 	s->exit_ts = bpf_ktime_get_ns();
@@ -470,23 +500,31 @@ static __always_inline void unindex_thread(__u32 tid, __u32 idx)
  * inside one VMM, or VMMs that come and go between two refreshes, need no
  * slots beyond their live vCPUs'. The slot's ident is cleared last: a claim
  * finds the rest zeroed. */
+static __always_inline void fold_stats(struct kvm_vm_stats *g, const struct kvm_vcpu_slot *s)
+{
+	__sync_fetch_and_add(&g->exits, s->vm.exits);
+	__sync_fetch_and_add(&g->exit_ns, s->vm.exit_ns);
+	__sync_fetch_and_add(&g->uexits, s->vm.uexits);
+	__sync_fetch_and_add(&g->uexit_ns, s->vm.uexit_ns);
+}
+
 static __always_inline int on_vcpu_destroy(__u64 ident)
 {
 	struct kvm_vcpu_slot *s;
 	struct kvm_vm_stats *g;
 	__u32 idx = 0, tgid;
+	__u64 key;
 
 	s = find_vcpu(ident, &idx);
 	if (!s)
 		return 0;
 	__sync_fetch_and_add(&folds_begun, 1);
 	tgid = s->tgid;
-	if (tgid && (g = VIRT_LOOKUP_OR_INIT(vms_gone, &tgid, &zero_vm, drops, KVM_DROP_VM))) {
-		__sync_fetch_and_add(&g->exits, s->vm.exits);
-		__sync_fetch_and_add(&g->exit_ns, s->vm.exit_ns);
-		__sync_fetch_and_add(&g->uexits, s->vm.uexits);
-		__sync_fetch_and_add(&g->uexit_ns, s->vm.uexit_ns);
-	}
+	if (tgid && (g = VIRT_LOOKUP_OR_INIT(vms_gone, &tgid, &zero_vm, drops, KVM_DROP_VM)))
+		fold_stats(g, s);
+	key = KVM_VCPU_KEY(tgid, s->vcpu_id);
+	if (tgid && (g = VIRT_LOOKUP_OR_INIT(vcpus_gone, &key, &zero_vm, drops, KVM_DROP_VCPU_GONE)))
+		fold_stats(g, s);
 	if (s->tid)
 		unindex_thread(s->tid, idx);
 	__builtin_memset((char *)s + sizeof(s->ident), 0, sizeof(*s) - sizeof(s->ident));
@@ -517,7 +555,8 @@ int BPF_PROG(virt_kvm_tp_btf_exit, struct kvm_vcpu *vcpu, __u32 isa)
 {
 	if (!vcpu)
 		return 0;
-	return on_exit((__u64)vcpu, (__u64)vcpu->pid, isa, vendor_exit_code(vcpu, isa));
+	return on_exit((__u64)vcpu, (__u64)vcpu->pid, isa, vendor_exit_code(vcpu, isa), ID_BTF,
+		       vcpu);
 }
 
 SEC("tp_btf/kvm_entry")
@@ -544,7 +583,8 @@ int BPF_PROG(virt_kvm_tp_btf_userspace_exit, __u32 reason)
 SEC("raw_tp/kvm_exit")
 int BPF_PROG(virt_kvm_raw_tp_exit, void *vcpu, __u32 isa)
 {
-	return on_exit((__u64)vcpu, bpf_get_current_pid_tgid(), isa, vendor_exit_code(vcpu, isa));
+	return on_exit((__u64)vcpu, bpf_get_current_pid_tgid(), isa, vendor_exit_code(vcpu, isa),
+		       ID_PROBE, vcpu);
 }
 
 SEC("raw_tp/kvm_entry")
@@ -572,7 +612,7 @@ int virt_kvm_tracepoint_exit(struct trace_event_raw_kvm_exit___virt *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 
-	return on_exit(id, id, ctx->isa, ctx->exit_reason);
+	return on_exit(id, id, ctx->isa, ctx->exit_reason, ID_RECORD, ctx);
 }
 
 SEC("tracepoint/kvm/kvm_entry")

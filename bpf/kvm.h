@@ -42,7 +42,11 @@ struct kvm_vm_stats {
  * address; the agent folds a retired slot's or a dead VMM's counts into
  * its VM and frees the slot (ident written last). Where the destroy hook
  * attaches (tp_btf: fentry, raw_tp: kprobe), a destroyed vCPU's slot is
- * folded into "vms_gone" and freed by the BPF side at once. */
+ * folded into "vms_gone" (per process) and "vcpus_gone" (per process and
+ * vcpu_id) and freed by the BPF side at once. A claim writes vcpu_id
+ * before adopt() writes tgid (the agent reads slots whose tgid is set):
+ * the id is read there only, never per exit. */
+#define KVM_VCPU_KEY(tgid, id)	((__u64)(tgid) << 32 | (__u32)(id))
 #define KVM_PROBE		8
 #define KVM_VCPU_RETIRED	1
 
@@ -59,8 +63,8 @@ struct kvm_vcpu_slot {
 	__u32 isa;
 	__u32 ureason;
 	__u32 hcall;		/* this exit was a hypercall */
-	__u32 pad;
-	struct kvm_vm_stats vm;
+	__u32 vcpu_id;		/* KVM's vcpu_id, written once at claim */
+	struct kvm_vm_stats vm;	/* this vCPU's counts: per VM and per vCPU */
 };
 
 /* The "threads" array: vCPU thread id -> its vCPU's slot, for the
@@ -77,6 +81,7 @@ enum kvm_drop {
 	KVM_DROP_HCALL,		/* hcalls full */
 	KVM_DROP_VM,		/* more VMM processes than max_vms (vms_gone full) */
 	KVM_DROP_UEXIT,		/* KVM_EXIT_* code >= KVM_UEXIT_REASONS */
+	KVM_DROP_VCPU_GONE,	/* a destroyed vCPU's per-vCPU counts (vcpus_gone full) */
 	KVM_DROPS
 };
 

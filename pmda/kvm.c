@@ -63,8 +63,24 @@ struct vm_entry {
  * its VM's counters. */
 struct vcpu_rec {
 	uint32_t tgid;			/* 0: nothing taken */
+	uint32_t id;			/* the vCPU's KVM vcpu_id */
 	bool dropped;			/* counted once in vm_drops (max_vms) */
 	uint64_t last[VM_WORDS];
+};
+
+/* A vCPU's row (st->vcpu_rows), "<vm>/vcpu<N>", N KVM's vcpu_id: summed
+ * as its VM's row is, from the slots holding vCPU N of the VM, what the
+ * kernel folded from its destroyed slots (vcpus_gone) and what slots the
+ * agent freed left (gone). A row lives as long as its VM's row (a vCPU
+ * created again with its id continues it; a VM restarted under its name
+ * finds its vCPUs' rows), so its counters never step back. */
+struct vcpu_entry {
+	struct virt_keyed k;		/* key: virt_name_key() */
+	struct vm_entry *vm;
+	uint32_t id;
+	bool seen;			/* counted in this refresh */
+	uint64_t gone[VM_WORDS];
+	uint64_t sum[VM_WORDS];
 };
 
 struct kvm_state {
@@ -80,6 +96,14 @@ struct kvm_state {
 	struct kvm_stats *exits;
 	size_t nvcpus;			/* entries of vcpus and of threads */
 	struct vcpu_rec *recs;		/* one per vcpus entry */
+	struct virt_table vcpu_rows;	/* of struct vcpu_entry */
+	/* a read of vcpus_gone (max_vcpus entries) */
+	uint64_t *vgone_key;
+	struct kvm_vm_stats *vgone;
+	uint32_t max_vcpus;		/* their entries */
+	int nvgone;			/* entries of the last read */
+	uint64_t vgone_folds;		/* folds_done at that read */
+	bool vgone_valid;		/* of this BPF object */
 	/* a read of vms_gone (max_vms entries) */
 	uint32_t *gone_tgid;
 	struct kvm_vm_stats *gone;
@@ -185,6 +209,7 @@ static int configure(struct virt_family *fam, struct virt_skel *obj, const char 
 	bpf_map__set_max_entries(skel->maps.threads, 1U << bits);
 	bpf_map__set_max_entries(skel->maps.hcalls, (__u32)fam->opts[OPT_MAX_HCALLS].u);
 	bpf_map__set_max_entries(skel->maps.vms_gone, (__u32)fam->opts[OPT_MAX_VMS].u);
+	bpf_map__set_max_entries(skel->maps.vcpus_gone, (__u32)fam->opts[OPT_MAX_VCPUS].u);
 	snprintf(entry, sizeof(entry), "virt_kvm_%s_entry", method);
 	if (!latency && (prog = bpf_object__find_program_by_name(obj->obj, entry)))
 		bpf_program__set_autoload(prog, false);
@@ -221,11 +246,16 @@ static int alloc_buffers(struct kvm_state *st, struct virt_family *fam)
 		max = fam->opts[OPT_MAX_HCALLS].u;
 	st->gone_tgid = calloc(fam->opts[OPT_MAX_VMS].u, sizeof(*st->gone_tgid));
 	st->gone = calloc(fam->opts[OPT_MAX_VMS].u, sizeof(*st->gone));
-	if (st->gone_tgid && st->gone &&
+	st->max_vcpus = (uint32_t)fam->opts[OPT_MAX_VCPUS].u;
+	st->vgone_key = calloc(fam->opts[OPT_MAX_VCPUS].u, sizeof(*st->vgone_key));
+	st->vgone = calloc(fam->opts[OPT_MAX_VCPUS].u, sizeof(*st->vgone));
+	if (st->gone_tgid && st->gone && st->vgone_key && st->vgone &&
 	    virt_bulk_alloc(&st->bulk, max, sizeof(uint64_t), sizeof(struct kvm_stats)) == 0)
 		return 0;
 	free(st->gone_tgid);
 	free(st->gone);
+	free(st->vgone_key);
+	free(st->vgone);
 	return -1;
 }
 
@@ -266,6 +296,7 @@ static void kvm_detach(struct virt_family *fam)
 	if (!st)
 		return;
 	vcpus_forget(st, (uint32_t)fam->opts[OPT_MAX_VMS].u);
+	st->vgone_valid = false;
 	unmap_arrays(st);
 	kvm_bpf__destroy(st->skel);
 	st->skel = NULL;
@@ -292,6 +323,7 @@ static int kvm_attach(struct virt_family *fam)
 		fam->priv = st;
 		st->other = st->hcalls = VIRT_TABLE_OF(struct virt_keyed);
 		st->vms = VIRT_TABLE_OF(struct vm_entry);
+		st->vcpu_rows = VIRT_TABLE_OF(struct vcpu_entry);
 		init_rows(st);
 	}
 	if (!(st->skel = (struct kvm_bpf *)virt_attach_skel(fam, &kvm_ops)))
@@ -409,13 +441,86 @@ static bool vmm_alive(struct kvm_state *st, uint32_t tgid)
 	return vm ? vm->k.row.live : pid_alive(tgid);
 }
 
+/* ------------------------------------------------------------ per vCPU */
+
+/* The row of vCPU id of vm, "<vm>/vcpu<id>", made on first sight (found
+ * again by name: a vCPU created again, a VM restarted under its name). */
+static struct vcpu_entry *vcpu_row(struct kvm_state *st, struct vm_entry *vm, uint32_t id)
+{
+	char name[VIRT_NAME_MAX];
+	struct vcpu_entry *c;
+
+	snprintf(name, sizeof(name), "%.*s/vcpu%u", VMID_NAME_MAX, vm->k.row.name, id);
+	if ((c = virt_table_get_name(&st->vcpu_rows, virt_indom(VIRT_I_KVM_VCPU), PM_INDOM_NULL,
+				     name))) {
+		c->vm = vm;
+		c->id = id;
+	}
+	return c;
+}
+
+/* The vCPU row of process tgid's vCPU id, if its VM has a row. */
+static struct vcpu_entry *vcpu_of(struct kvm_state *st, uint32_t tgid, uint32_t id)
+{
+	struct vm_entry *vm = vm_of(st, tgid);
+
+	return vm ? vcpu_row(st, vm, id) : NULL;
+}
+
+/* The VM's row goes: its vCPUs' rows too. */
+static void vcpu_rows_remove(struct kvm_state *st, const struct vm_entry *vm)
+{
+	for (size_t i = 0; i < st->vcpu_rows.n;) {
+		struct vcpu_entry *c = (struct vcpu_entry *)st->vcpu_rows.v[i];
+
+		if (c->vm == vm)
+			virt_table_remove(&st->vcpu_rows, c);	/* the last entry takes its place */
+		else
+			i++;
+	}
+}
+
+static void add_words(uint64_t *to, const uint64_t *from)
+{
+	for (size_t w = 0; w < VM_WORDS; w++)
+		to[w] += from[w];
+}
+
+/* The kernel's vcpus_gone: counts of destroyed vCPUs per process and
+ * vcpu_id. Entries read, or -errno. */
+static int read_vcpus_gone(struct kvm_state *st)
+{
+	return virt_map_dump(bpf_map__fd(st->skel->maps.vcpus_gone), st->vgone_key,
+			     sizeof(*st->vgone_key), st->vgone, sizeof(*st->vgone), st->max_vcpus);
+}
+
+/* vcpus_gone as of now: read again only when a fold (the one writer, a
+ * vCPU destroyed) completed since the last read, so a steady refresh makes
+ * no bpf() call for it. The caller sums only while no fold runs. */
+static int vcpus_gone_now(struct kvm_state *st)
+{
+	uint64_t done = __atomic_load_n(&st->skel->bss->folds_done, __ATOMIC_ACQUIRE);
+	int n;
+
+	if (st->vgone_valid && done == st->vgone_folds)
+		return st->nvgone;
+	n = read_vcpus_gone(st);
+	st->nvgone = n < 0 ? 0 : n;
+	st->vgone_folds = done;
+	st->vgone_valid = n >= 0;
+	return st->nvgone;
+}
+
 /* A slot's counts stay with its VM when the slot goes. */
 static void rec_fold(struct kvm_state *st, struct vcpu_rec *r)
 {
 	struct vm_entry *vm = vm_of(st, r->tgid);
+	struct vcpu_entry *c = vm ? vcpu_row(st, vm, r->id) : NULL;
 
-	for (size_t w = 0; vm && w < VM_WORDS; w++)
-		vm->gone[w] += r->last[w];
+	if (vm)
+		add_words(vm->gone, r->last);
+	if (c)
+		add_words(c->gone, r->last);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -446,6 +551,14 @@ static void vcpus_forget(struct kvm_state *st, uint32_t max_vms)
 		if (vm)
 			add_vm_stats(vm->gone, &st->gone[i]);
 	}
+	n = st->skel ? read_vcpus_gone(st) : 0;
+	for (int i = 0; i < n; i++) {
+		struct vcpu_entry *c = vcpu_of(st, (uint32_t)(st->vgone_key[i] >> 32),
+					       (uint32_t)st->vgone_key[i]);
+
+		if (c)
+			add_vm_stats(c->gone, &st->vgone[i]);
+	}
 	for (size_t i = 0; st->recs && i < st->nvcpus; i++)
 		if (st->recs[i].tgid)
 			rec_fold(st, &st->recs[i]);
@@ -456,6 +569,7 @@ static void rec_take(struct vcpu_rec *r, const volatile struct kvm_vcpu_slot *v)
 	if (r->tgid != v->tgid)
 		memset(r, 0, sizeof(*r));
 	r->tgid = v->tgid;
+	r->id = v->vcpu_id;
 	r->last[W_COUNT] = v->vm.exits;
 	r->last[W_TIME] = v->vm.exit_ns;
 	r->last[W_UEXITS] = v->vm.uexits;
@@ -543,6 +657,7 @@ static void retire_exited(struct kvm_state *st)
 		if (vm->retired || vm->k.row.live) {
 			i++;
 		} else if (!vm->named || st->nretired >= KEEP_EXITED) {
+			vcpu_rows_remove(st, vm);
 			virt_table_remove(&st->vms, vm);	/* the last entry takes its place */
 		} else {
 			virt_row_retire(&vm->k.row);
@@ -578,8 +693,66 @@ static void fold_exited_gone(struct kvm_state *st, int n)
 			continue;
 		if (vm)
 			add_vm_stats(vm->gone, &st->gone[i]);
-		bpf_map_delete_elem(bpf_map__fd(st->skel->maps.vms_gone), &st->gone_tgid[i]);
+		virt_map_delete(bpf_map__fd(st->skel->maps.vms_gone), &st->gone_tgid[i]);
 		st->gone_tgid[i] = 0;
+	}
+}
+
+/* vcpus_gone entries of exited VMMs: into their vCPU rows' gone, then
+ * deleted (with fold_exited_gone, before the VM rows retire), and out of
+ * the copy vcpus_gone_now() keeps, which goes on mirroring the map. */
+static int fold_exited_vcpus_gone(struct kvm_state *st, int n)
+{
+	int kept = 0;
+
+	for (int i = 0; i < n; i++) {
+		uint32_t tgid = (uint32_t)(st->vgone_key[i] >> 32);
+		struct vm_entry *vm = vm_of(st, tgid);
+		struct vcpu_entry *c;
+
+		if (vm ? vm->k.row.live : pid_alive(tgid)) {
+			st->vgone_key[kept] = st->vgone_key[i];
+			st->vgone[kept++] = st->vgone[i];
+			continue;
+		}
+		if (vm && (c = vcpu_row(st, vm, (uint32_t)st->vgone_key[i])))
+			add_vm_stats(c->gone, &st->vgone[i]);
+		virt_map_delete(bpf_map__fd(st->skel->maps.vcpus_gone), &st->vgone_key[i]);
+	}
+	st->nvgone = kept;
+	return kept;
+}
+
+/* Per vCPU, after the VMs' sums: the same three parts, for vCPUs of live
+ * VMs. */
+static void sum_vcpus(struct kvm_state *st, int nvgone)
+{
+	for (size_t i = 0; i < st->vcpu_rows.n; i++) {
+		struct vcpu_entry *c = (struct vcpu_entry *)st->vcpu_rows.v[i];
+
+		memcpy(c->sum, c->gone, sizeof(c->sum));
+		c->seen = false;
+	}
+	for (size_t i = 0; i < st->nvcpus; i++) {
+		const struct vcpu_rec *r = &st->recs[i];
+		struct vm_entry *vm;
+		struct vcpu_entry *c;
+
+		if (!r->tgid || !(vm = vm_of(st, r->tgid)) || !vm->k.row.live ||
+		    !(c = vcpu_row(st, vm, r->id)))
+			continue;
+		add_words(c->sum, r->last);
+		c->seen = true;
+	}
+	for (int i = 0; i < nvgone; i++) {
+		struct vm_entry *vm;
+		struct vcpu_entry *c;
+
+		if (!(vm = vm_of(st, (uint32_t)(st->vgone_key[i] >> 32))) ||
+		    !vm->k.row.live || !(c = vcpu_row(st, vm, (uint32_t)st->vgone_key[i])))
+			continue;
+		add_vm_stats(c->sum, &st->vgone[i]);
+		c->seen = true;
 	}
 }
 
@@ -590,7 +763,7 @@ static void fold_exited_gone(struct kvm_state *st, int n)
 static void sum_vms(struct kvm_state *st, struct virt_family *fam)
 {
 	uint32_t max_vms = (uint32_t)fam->opts[OPT_MAX_VMS].u;
-	int n;
+	int n, nv;
 
 	st->nlive = 0;
 	for (size_t i = 0; i < st->vms.n; i++) {
@@ -602,6 +775,7 @@ static void sum_vms(struct kvm_state *st, struct virt_family *fam)
 	free_exited_slots(st);
 	n = read_gone(st, max_vms);
 	fold_exited_gone(st, n);
+	nv = fold_exited_vcpus_gone(st, vcpus_gone_now(st));
 	retire_exited(st);
 	for (size_t i = 0; i < st->vms.n; i++)
 		memcpy(vm_at(st, i)->sum, vm_at(st, i)->gone, sizeof(vm_at(st, i)->sum));
@@ -611,8 +785,10 @@ static void sum_vms(struct kvm_state *st, struct virt_family *fam)
 		uint32_t tgid = v->tgid;
 		struct vm_entry *vm;
 
-		if (ident <= KVM_VCPU_RETIRED || !tgid)
+		if (ident <= KVM_VCPU_RETIRED || !tgid) {
+			st->recs[i].tgid = 0;	/* a free slot: nothing of it counts */
 			continue;
+		}
 		rec_take(&st->recs[i], v);
 		vm = vm_row(st, tgid, &st->recs[i].dropped, max_vms);
 		for (size_t w = 0; vm && w < VM_WORDS; w++)
@@ -625,6 +801,7 @@ static void sum_vms(struct kvm_state *st, struct virt_family *fam)
 		if (st->gone_tgid[i] && (vm = vm_row(st, st->gone_tgid[i], &dropped, max_vms)))
 			add_vm_stats(vm->sum, &st->gone[i]);
 	}
+	sum_vcpus(st, nv);
 }
 
 /* Per-VM rows: the sums, taken again while the kernel folded a slot
@@ -653,6 +830,15 @@ static void read_vms(struct kvm_state *st, struct virt_family *fam)
 			continue;
 		virt_row_set(&vm->k.row, vm->sum, VM_WORDS, NULL);
 		virt_row_expose(&vm->k.row, true);
+	}
+	for (size_t i = 0; i < st->vcpu_rows.n; i++) {
+		struct vcpu_entry *c = (struct vcpu_entry *)st->vcpu_rows.v[i];
+
+		virt_row_set(&c->k.row, c->sum, VM_WORDS, NULL);
+		if (c->seen)
+			virt_row_expose(&c->k.row, true);
+		else
+			virt_row_retire(&c->k.row);
 	}
 }
 
@@ -697,6 +883,10 @@ static const struct virt_answer kvm_answers[VIRT_NMETRICS] = {
 	WORD(VM_EXIT_TIME, KVM_VM, W_TIME),
 	WORD(VM_UEXITS, KVM_VM, W_UEXITS),
 	WORD(VM_UEXIT_TIME, KVM_VM, W_UTIME),
+	WORD(VCPU_EXITS, KVM_VCPU, W_COUNT),
+	WORD(VCPU_EXIT_TIME, KVM_VCPU, W_TIME),
+	WORD(VCPU_UEXITS, KVM_VCPU, W_UEXITS),
+	WORD(VCPU_UEXIT_TIME, KVM_VCPU, W_UTIME),
 	PCTS(EXIT, KVM_REASON),
 	PCTS(HCALL, KVM_HCALL),
 	PCTS(UEXIT, KVM_UEXIT),
@@ -711,15 +901,29 @@ static int kvm_fetch(struct virt_family *fam, enum virt_metric_id m, unsigned in
 	return PM_ERR_PMID;
 }
 
-/* A VM's labels: its identity's (vm_name, vm_uuid, vmm, vmm_pid). */
+/* A VM's labels: its identity's (vm_name, vm_uuid, vmm, vmm_pid); a
+ * vCPU's: its VM's and vcpu. */
 static int kvm_labels(struct virt_family *fam, enum virt_indom_id indom, unsigned int inst,
 		      pmLabelSet **lp)
 {
+	const struct vcpu_entry *c = NULL;
+	const struct vm_entry *vm;
 	struct virt_row *row;
+	int sts;
 
-	if (!fam->priv || indom != VIRT_I_KVM_VM || !(row = virt_row_of(virt_indom(indom), inst)))
+	if (!fam->priv || (indom != VIRT_I_KVM_VM && indom != VIRT_I_KVM_VCPU) ||
+	    !(row = virt_row_of(virt_indom(indom), inst)))
 		return 0;
-	return virt_label_vm(lp, virt_vm_of((uint32_t)VIRT_ENTRY_OF(row, struct vm_entry)->k.key));
+	if (indom == VIRT_I_KVM_VCPU)
+		vm = (c = VIRT_ENTRY_OF(row, struct vcpu_entry))->vm;
+	else
+		vm = VIRT_ENTRY_OF(row, struct vm_entry);
+	if (vm->retired)
+		return 0;
+	if ((sts = virt_label_vm(lp, virt_vm_of((uint32_t)vm->k.key))) < 0 || !c)
+		return sts;
+	sts = pmdaAddLabels(lp, "{\"vcpu\":%u}", c->id);
+	return sts < 0 ? sts : 0;
 }
 
 const struct virt_module virt_module = {

@@ -62,6 +62,12 @@ int virt_map_dump(int fd, void *keys, size_t key_size, void *values,
 	return (int)total;
 }
 
+int virt_map_delete(int fd, const void *key)
+{
+	virt_bpf_syscalls++;
+	return bpf_map_delete_elem(fd, key);
+}
+
 void virt_percpu_sum(const void *percpu, size_t nwords, uint64_t *out)
 {
 	const uint64_t *v = percpu;

@@ -211,6 +211,8 @@ unsigned int virt_autoload_variant(struct bpf_object *obj, const char *family,
 int virt_ncpus(void);
 int virt_map_dump(int fd, void *keys, size_t key_size, void *values,
 		  size_t value_size, unsigned int max_entries);
+/* Delete one entry (an exited process's); counts in virt_bpf_syscalls. */
+int virt_map_delete(int fd, const void *key);
 /* Sum a per-CPU value made of nwords u64 into out[nwords]. */
 void virt_percpu_sum(const void *percpu, size_t nwords, uint64_t *out);
 extern uint64_t virt_bpf_syscalls;	/* bpf() calls made by refreshes */
