@@ -1,6 +1,6 @@
 /* Not a family: the agent runs this BPF_PROG_TYPE_SYSCALL program through
  * BPF_PROG_TEST_RUN to look kernel symbols up by name, instead of reading
- * all of /proc/kallsyms (pmda/ksyms.c). */
+ * all of /proc/kallsyms (pmda/core/ksyms.c). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include "ksym.h"

@@ -1,5 +1,5 @@
 /* Kernel symbol lookup: the context of bpf/core/ksym.bpf.c's program,
- * shared with pmda/ksyms.c. */
+ * shared with pmda/core/ksyms.c. */
 #ifndef VIRT_KSYM_H
 #define VIRT_KSYM_H
 

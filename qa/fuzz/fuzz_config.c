@@ -1,4 +1,4 @@
-/* libFuzzer harness for the virt.conf parser (pmda/config.c): any bytes in,
+/* libFuzzer harness for the virt.conf parser (pmda/core/config.c): any bytes in,
  * no crash, no leak, no sanitizer report; every reported problem carries
  * the file name. Built by `make fuzz` with clang -fsanitize=fuzzer,address,
  * undefined. */

@@ -1,4 +1,4 @@
-/* libFuzzer harness for the VM identity parsers (pmda/vmid.c): the same
+/* libFuzzer harness for the VM identity parsers (pmda/core/vmid.c): the same
  * bytes as a command line, a cgroup file, a stat line and a name. No crash,
  * no sanitizer report; a sanitised name is within VMID_NAME_MAX, holds no
  * '-', ':', space, quote, backslash or control byte and is valid UTF-8; a

@@ -26,7 +26,7 @@
  *             process stays alive, so per-VMM-process metrics can be read)
  *   -- ARGS   ignored: run as `bash -c 'exec -a qemu-system-x86_64 kvmguest
  *             "$@"' ... -- -name guest=web01 -uuid U` the process carries a
- *             QEMU's VM identity (argv[0] and -name/-uuid, pmda/vmid.c)
+ *             QEMU's VM identity (argv[0] and -name/-uuid, pmda/core/vmid.c)
  *
  * The VM: no in-kernel irqchip, no PIT (no KVM_CREATE_IRQCHIP/KVM_CREATE_PIT2),
  * so every port I/O goes to userspace and `hlt` exits to userspace

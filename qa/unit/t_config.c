@@ -1,4 +1,4 @@
-/* virt.conf parser (pmda/config.c): values, defaults and every error path. */
+/* virt.conf parser (pmda/core/config.c): values, defaults and every error path. */
 #include "config.h"
 #include "unit.h"
 

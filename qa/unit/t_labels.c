@@ -1,4 +1,4 @@
-/* Instance labels (pmda/labels.c): JSON of virt_label_add and
+/* Instance labels (pmda/core/labels.c): JSON of virt_label_add and
  * virt_label_vm through libpcp_pmda's pmdaAddLabels, virt_label_queue, and
  * virt_label_callback asking the module that owns an instance domain.
  * The agent's tables are stand-ins here. */

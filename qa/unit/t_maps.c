@@ -1,4 +1,4 @@
-/* Bulk map reads (pmda/maps.c) against real BPF maps: a per-CPU map read
+/* Bulk map reads (pmda/core/maps.c) against real BPF maps: a per-CPU map read
  * in chunks comes back whole, once per key, summed over the CPUs. Needs
  * bpf() (root); skips otherwise. */
 #include "virt.h"

@@ -1,4 +1,4 @@
-/* VM identities (pmda/vmid.c): command lines of QEMU, Firecracker,
+/* VM identities (pmda/core/vmid.c): command lines of QEMU, Firecracker,
  * crosvm and cloud-hypervisor, libvirt's cgroup layouts, /proc/<pid>/stat,
  * sanitising of hostile names and unique names in a set, without /proc
  * (except the resolve of this very process at the end). */

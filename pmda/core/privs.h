@@ -1,4 +1,4 @@
-/* Least privilege after start-up (pmda/privs.c). */
+/* Least privilege after start-up (pmda/core/privs.c). */
 #ifndef VIRT_PRIVS_H
 #define VIRT_PRIVS_H
 

@@ -1,7 +1,7 @@
 /*
  * The agent's configuration: its own options, the family modules it loads
  * (modules/virt_<name>.so, refused unless built with the agent's tables)
- * and virt.conf parsed into every family's options (pmda/config.c).
+ * and virt.conf parsed into every family's options (pmda/core/config.c).
  */
 #include "agent.h"
 #include "config.h"

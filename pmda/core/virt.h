@@ -105,7 +105,7 @@ struct virt_module {
 	 * for the metrics that answers does not describe. */
 	int (*fetch)(struct virt_family *fam, enum virt_metric_id metric,
 		     unsigned int inst, pmAtomValue *atom);
-	/* VIRT_NMETRICS answers by metric id (pmda/rows.h), or NULL: the
+	/* VIRT_NMETRICS answers by metric id (pmda/core/rows.h), or NULL: the
 	 * metrics the agent answers from the rows without the module. */
 	const struct virt_answer *answers;
 	/* PCP instance labels (pmdaLabel(3)) of instance inst of the family's
@@ -122,7 +122,7 @@ pmInDom virt_indom(enum virt_indom_id id);
 void virt_set_reason(struct virt_family *fam, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* The VM identity of VMM process pid (pmda/vmid.h: name, UUID, VMM kind),
+/* The VM identity of VMM process pid (pmda/core/vmid.h: name, UUID, VMM kind),
  * one per process for the whole agent, so every family names a VM alike;
  * resolved from /proc on first sight and again when the pid is reused.
  * NULL when the process is gone. Valid until the next call. */
@@ -153,7 +153,7 @@ int virt_ksym_lookup(const char *const names[], uint64_t addrs[], bool present[]
 uint64_t virt_mono_ns(void);			/* CLOCK_MONOTONIC */
 
 /* fentry, fexit and tp_btf targets from one index of kernel BTF names
- * (pmda/btftargets.c): register once before any BPF object is opened;
+ * (pmda/core/btftargets.c): register once before any BPF object is opened;
  * release after each attach pass. */
 int virt_btf_targets_register(void);
 void virt_btf_targets_release(void);

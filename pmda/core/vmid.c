@@ -1,4 +1,4 @@
-/* VM identity of a VMM process (pmda/vmid.h). */
+/* VM identity of a VMM process (pmda/core/vmid.h). */
 #include "vmid.h"
 #include "array.h"
 
