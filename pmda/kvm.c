@@ -56,8 +56,6 @@ struct vm_entry {
 	uint64_t sum[VM_WORDS];
 };
 
-/* Rows of exited named VMs kept, at most (as the vhost family's queues). */
-#define KEEP_EXITED 1024
 
 /* What the agent last took from a slot of the vcpus array: its share of
  * its VM's counters. */
@@ -656,7 +654,7 @@ static void retire_exited(struct kvm_state *st)
 
 		if (vm->retired || vm->k.row.live) {
 			i++;
-		} else if (!vm->named || st->nretired >= KEEP_EXITED) {
+		} else if (!vm->named || st->nretired >= VIRT_KEEP_EXITED) {
 			vcpu_rows_remove(st, vm);
 			virt_table_remove(&st->vms, vm);	/* the last entry takes its place */
 		} else {

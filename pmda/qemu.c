@@ -890,26 +890,13 @@ static int qemu_fetch(struct virt_family *fam, enum virt_metric_id m, unsigned i
 }
 
 /* "<vm>/<device>/<queue>": the device and queue labels of a virtqueue */
-static int vq_labels(const char *name, pmLabelSet **lp)
-{
-	const char *d = strchr(name, '/'), *q = d ? strchr(d + 1, '/') : NULL;
-	char dev[VIRT_NAME_MAX];
-	int sts;
-
-	if (!q)
-		return 0;
-	snprintf(dev, sizeof(dev), "%.*s", (int)(q - d - 1), d + 1);
-	if ((sts = virt_label_add(lp, "device", dev)) < 0)
-		return sts;
-	return virt_label_add(lp, "queue", q + 1);
-}
-
 /* A process's labels: its VM's; a virtqueue's: its VM's, device, queue. */
 static int qemu_labels(struct virt_family *fam, enum virt_indom_id indom, unsigned int inst,
 		       pmLabelSet **lp)
 {
 	struct qemu_state *st = fam->priv;
 	struct virt_row *row;
+	const char *d;
 	uint32_t pid;
 	int sts;
 
@@ -923,7 +910,7 @@ static int qemu_labels(struct virt_family *fam, enum virt_indom_id indom, unsign
 		return 0;
 	if ((sts = virt_label_vm(lp, virt_vm_of(pid))) < 0 || indom == VIRT_I_QEMU_PROC)
 		return sts;
-	return vq_labels(row->name, lp);
+	return (d = strchr(row->name, '/')) ? virt_label_queue(lp, d + 1, NULL) : 0;
 }
 
 const struct virt_module virt_module = {

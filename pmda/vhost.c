@@ -75,9 +75,6 @@ struct q_row {
 	bool named;			/* the owner's VM has a name (vmid.h) */
 };
 
-/* Rows of exited named VMs kept (retired, counts folded) so that a VM
- * restarted under its name carries its counters on; at most this many. */
-#define KEEP_EXITED 1024
 
 /* A vhost device seen in the queues map. */
 struct v_dev {
@@ -718,7 +715,7 @@ static int vhost_refresh(struct virt_family *fam)
 			i++;
 		} else {
 			row_retire(r);
-			if (!pid_alive(r->owner) && (!r->named || kept++ >= KEEP_EXITED))
+			if (!pid_alive(r->owner) && (!r->named || kept++ >= VIRT_KEEP_EXITED))
 				row_remove(st, r);
 			else
 				i++;

@@ -128,6 +128,9 @@ void virt_set_reason(struct virt_family *fam, const char *fmt, ...)
  * NULL when the process is gone. Valid until the next call. */
 struct vmid;
 const struct vmid *virt_vm_of(uint32_t pid);
+/* Rows of exited named VMs a family keeps (retired, counts folded), so that
+ * a VM restarted under its name carries its counters on: at most this many. */
+#define VIRT_KEEP_EXITED 1024
 /* A line for the PMDA log (pmNotifyErr). During an attach it is held with
  * libbpf's messages and written only if the attach is logged: a success,
  * or a failure for a reason not logged before. */
