@@ -157,19 +157,34 @@ void virt_row_expose(struct virt_row *r, bool always)
 	}
 }
 
+/* A retired row's instances are hidden, not culled: a row that comes back
+ * under its name (a VM restarted as web01) gets its instance ids back
+ * (pmdaCacheStore(PMDA_CACHE_ADD) reactivates a hidden name), so a
+ * pmlogger archive holds one instance, not two of one name. Hidden names
+ * are bounded per instance domain (VIRT_HIDDEN_MAX): past it, a retired
+ * name is culled (pmdaCachePurge culls only entries PMDA_CACHE_SAVE
+ * stamped, so it cannot age them out). */
+static void hide(pmInDom indom, const char *name)
+{
+	int how = pmdaCacheOp(indom, PMDA_CACHE_SIZE_INACTIVE) < VIRT_HIDDEN_MAX ?
+		PMDA_CACHE_HIDE : PMDA_CACHE_CULL;
+
+	pmdaCacheStore(indom, how, name, NULL);
+}
+
 void virt_row_retire(struct virt_row *r)
 {
 	char name[VIRT_NAME_MAX + 64];
 
 	if (r->inst >= 0)
-		pmdaCacheStore(r->indom, PMDA_CACHE_CULL, r->name, NULL);
+		hide(r->indom, r->name);
 	r->inst = -1;
 	free_window(r);
 	for (unsigned int b = 0; b < VIRT_HIST_BUCKETS; b++) {
 		if (!(r->exposed >> b & 1))
 			continue;
 		virt_bucket_name(name, sizeof(name), r->name, b);
-		pmdaCacheStore(r->hindom, PMDA_CACHE_CULL, name, NULL);
+		hide(r->hindom, name);
 	}
 	r->exposed = 0;
 }

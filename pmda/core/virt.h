@@ -131,6 +131,9 @@ const struct vmid *virt_vm_of(uint32_t pid);
 /* Rows of exited named VMs a family keeps (retired, counts folded), so that
  * a VM restarted under its name carries its counters on: at most this many. */
 #define VIRT_KEEP_EXITED 1024
+/* Retired rows' instance names an instance domain keeps hidden (their ids
+ * reserved for their return: pmda/core/rows.c), at most. */
+#define VIRT_HIDDEN_MAX 16384
 /* A line for the PMDA log (pmNotifyErr). During an attach it is held with
  * libbpf's messages and written only if the attach is logged: a success,
  * or a failure for a reason not logged before. */

@@ -277,13 +277,19 @@ int main(void)
 	virt_row_set(&r, cnt, 1, h);
 	CHECK(r.hist[3] == 5 && r.hist[10] == 5 && r.v[0] == 6);
 
-	/* retired: instances gone, counts kept (the row may come back) */
+	/* retired: instances gone, counts kept (the row may come back, and
+	 * then under the same instance ids: one instance in an archive) */
+	int was = r.inst, hwas = -1, hnow = -2;
+	CHECK(pmdaCacheLookupName(hindom, "vm1::8-15", &hwas, NULL) == PMDA_CACHE_ACTIVE);
 	virt_row_retire(&r);
 	CHECK(r.inst < 0 && r.exposed == 0 && r.win == NULL);
 	CHECK(pmdaCacheLookupName(hindom, "vm1::8-15", NULL, NULL) != PMDA_CACHE_ACTIVE);
+	CHECK(pmdaCacheOp(indom, PMDA_CACHE_SIZE_ACTIVE) == 0);
 	CHECK(r.hist[3] == 5);
 	virt_row_expose(&r, false);
 	CHECK(pmdaCacheLookupName(hindom, "vm1::1024-2047", NULL, NULL) == PMDA_CACHE_ACTIVE);
+	CHECK(r.inst == was);
+	CHECK(pmdaCacheLookupName(hindom, "vm1::8-15", &hnow, NULL) == PMDA_CACHE_ACTIVE && hnow == hwas);
 	virt_row_release(&r);
 	CHECK(r.hbase == NULL && r.exposed == 0);
 
