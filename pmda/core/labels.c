@@ -59,7 +59,10 @@ int virt_label_vm(pmLabelSet **lp, const struct vmid *vm)
 		return sts;
 	if ((sts = virt_label_add(lp, "vmm", vmid_vmm_name(vm->vmm))) < 0)
 		return sts;
-	sts = pmdaAddLabels(lp, "{\"vmm_pid\":%u}", vm->pid);
+	/* optional (a note): pmseries leaves it out of the instance's series
+	 * identity, so a VM restarted under its name (a new pid) continues
+	 * its series rather than starting another */
+	sts = pmdaAddNotes(lp, "{\"vmm_pid\":%u}", vm->pid);
 	return sts < 0 ? sts : 0;
 }
 

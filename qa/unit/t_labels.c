@@ -51,6 +51,13 @@ static void check_vm(void)
 	/* pmdaAddLabels keeps the set sorted by name */
 	CHECK(json_is(ls, "{\"vm_name\":\"web01\",\"vm_uuid\":\"5f2c9b1e-1d2a-4c3b-9e8f-0a1b2c3d4e5f\","
 			  "\"vmm\":\"qemu\",\"vmm_pid\":4242}"));
+	/* vmm_pid alone is optional: not part of a pmseries identity */
+	for (int i = 0; ls && i < ls->nlabels; i++) {
+		bool pid = ls->labels[i].namelen == 7 &&
+			   strncmp(ls->json + ls->labels[i].name, "vmm_pid", 7) == 0;
+
+		CHECK(!!(ls->labels[i].flags & PM_LABEL_OPTIONAL) == pid);
+	}
 	pmFreeLabelSets(ls, 1);
 	/* no name, no UUID: only what is known */
 	vm.named = false;
