@@ -33,6 +33,14 @@ SELECTORS = {
     "qemu": ("QEMU process", "virt.qemu.process.name"),
 }
 
+# The VM picker (Vector): a variable of VM names; the panels of per-VM,
+# per-vCPU and vhost queue rows show the VMs picked. Their instances start
+# with the VM's name: "<vm>" (the pattern's tail "$"), "<vm>/vcpu<N>" and
+# "<vm>/<device>/<queue>" (tail "/"). "All" matches every instance (also
+# a vhost queue whose owner has made no KVM exit yet).
+VM = ("vm", "VM", "virt.kvm.vm.name")
+VM_FILTER = {"virt.kvm.vm.": "$", "virt.kvm.vcpu.": "\\/", "virt.vhost.": "\\/"}
+
 ROWS = [
     ("agent: why a family shows nothing", [
         ("family modules (virt.control.module.status first)", "table",
@@ -44,6 +52,7 @@ ROWS = [
         ("exits/s per reason", "graph", ["virt.kvm.exit.count"], "ops"),
         ("exit latency p99 per reason", "graph", ["virt.kvm.exit.latency_p99"], "ns"),
         ("exits/s per VM", "graph", ["virt.kvm.vm.exits"], "ops"),
+        ("exits/s per vCPU", "graph", ["virt.kvm.vcpu.exits"], "ops"),
         ("hypercall latency (ns)", "heatmap", ["virt.kvm.hypercall.latency"], "ns", "hypercall"),
         ("VMM (userspace exit) handling time (ns)", "heatmap", ["virt.kvm.userspace.latency"], "ns", "vmmreason"),
         ("VMM exits/s per KVM_EXIT reason", "graph", ["virt.kvm.userspace.count"], "ops"),
@@ -97,6 +106,9 @@ def expression(kind, metric, selector):
             # PCP's matchinst(): /pattern/ is a POSIX ERE; Grafana's regex
             # format escapes '/' and the regex characters of the value
             return "matchinst(/^${%s:regex}::/, %s)" % (selector, metric)
+        for group, tail in VM_FILTER.items():
+            if metric.startswith(group):
+                return "matchinst(/^${%s:regex}%s/, %s)" % (VM[0], tail, metric)
         return metric
     return '%s{hostname == "$host"}' % metric
 
@@ -153,6 +165,10 @@ def variables(kind):
                     "current": {}, "options": [], "refresh": 1, "multi": False,
                     "includeAll": False, "regex": "", "sort": 1})
     if kind == "vector":
+        out.append({"name": VM[0], "type": "query", "datasource": "$datasource",
+                    "query": VM[2], "label": VM[1], "hide": 0, "current": {},
+                    "options": [], "refresh": 2, "multi": True, "includeAll": True,
+                    "allValue": ".*", "regex": "", "sort": 1})
         for name, (label, metric) in SELECTORS.items():
             # the values of the name metric: the prefixes the host has now
             out.append({"name": name, "type": "query", "datasource": "$datasource",

@@ -105,7 +105,8 @@ static int fetch_control(enum virt_metric_id id, unsigned int inst, pmAtomValue 
 static bool is_instance_name_metric(enum virt_metric_id id)
 {
 	return id == VIRT_M_KVM_EXIT_REASON || id == VIRT_M_KVM_HCALL_NUMBER ||
-	       id == VIRT_M_KVM_UEXIT_REASON || id == VIRT_M_QEMU_PROCESS_NAME ||
+	       id == VIRT_M_KVM_UEXIT_REASON || id == VIRT_M_KVM_VM_NAME ||
+	       id == VIRT_M_QEMU_PROCESS_NAME ||
 	       id == VIRT_M_VHOST_QUEUE_NAME || id == VIRT_M_VIRTIO_QUEUE_NAME;
 }
 

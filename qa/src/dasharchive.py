@@ -1,7 +1,8 @@
 """qa/404: write a PCP archive (LOGIMPORT, pcp.pmi) of every metric in
 metrics/*.def with its descriptor, host "qahost", 3 records; instances of
 each family's instance domains are two prefixes (with the characters a
-regex must escape: '/' and '.'; "7" beside "77"), histogram instances
+regex must escape: '/' and '.'; "7" beside "77"; VMs "web" and "web.01"),
+histogram instances
 "<prefix>::lo-hi" for each prefix and two buckets; a string metric's value
 is the instance name, a number's at record t (0, 1, 2) 10 t + the length
 of the instance name, times 10^7 for a nanosecond counter (10^8 ns/s:
@@ -32,7 +33,10 @@ for f in sorted(glob.glob(top + "/metrics/*.def")):
         if m:
             metrics.append(m.groups())
 PREFIX = {"CONTROL": ["kvm", "virtio"], "KVM": ["io", "npf"], "VIRTIO": ["virtio0/req.0", "virtio1/requests"],
-          "VHOST": ["1234/net0/tx", "1234/net0/rx"], "QEMU": ["77", "7"]}
+          "VHOST": ["web/net0/tx", "web.01/net0/tx"], "QEMU": ["77", "7"]}
+# instance domains named by VM ("web" beside "web.01": the VM picker's
+# anchoring)
+INDOM_PREFIX = {"KVM_VM": ["web", "web.01"], "KVM_VCPU": ["web/vcpu0", "web.01/vcpu0"]}
 plan = []
 for fam, mid, name, item, typ, indom, sem, units in metrics:
     if typ not in TYPES:
@@ -47,7 +51,7 @@ for fam, mid, name, item, typ, indom, sem, units in metrics:
         if indom.endswith("_HIST"):
             insts = ["%s::%d-%d" % (p, lo, 2 * lo - 1) for p in PREFIX[fam] for lo in (1024, 2048)]
         else:
-            insts = PREFIX[fam]
+            insts = INDOM_PREFIX.get(indom, PREFIX[fam])
         for i, n in enumerate(insts):
             try:
                 log.pmiAddInstance(ind, n, i)
