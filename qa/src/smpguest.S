@@ -13,6 +13,18 @@
 #define BASE 0xf0000
 #define LAPIC 0xfee00000
 
+/* count writes of char to PORT (loop counts down counter: ecx in 32-bit
+ * code, cx in real mode), then halt for good */
+	.macro	WRITES count, char, counter
+	mov	$\count, \counter
+	movw	$PORT, %dx
+	movb	$\char, %al
+1:	outb	%al, %dx
+	loop	1b
+2:	hlt
+	jmp	2b
+	.endm
+
 	.code16
 	.text
 bsp:
@@ -33,13 +45,7 @@ pm32:
 	movl	$0x00004500, LAPIC + 0x300	/* INIT */
 	movl	$0x01000000, LAPIC + 0x310
 	movl	$0x000046ff, LAPIC + 0x300	/* SIPI, vector 0xff */
-	movl	$N0, %ecx
-	movw	$PORT, %dx
-	movb	$'0', %al
-1:	outb	%al, %dx
-	loop	1b
-2:	hlt
-	jmp	2b
+	WRITES	N0, '0', %ecx
 
 	.balign	8
 /* The accessed bits are set: loading a segment whose descriptor lacks it
@@ -57,13 +63,7 @@ gdt_desc:
 	.org	0xf000
 ap:						/* real mode, cs 0xff00 */
 	cli
-	movw	$N1, %cx
-	movw	$PORT, %dx
-	movb	$'1', %al
-1:	outb	%al, %dx
-	loop	1b
-2:	hlt
-	jmp	2b
+	WRITES	N1, '1', %cx
 
 	.org	0xfff0				/* the reset vector */
 	ljmp	$0xf000, $bsp
