@@ -297,10 +297,22 @@ function drawTable(title, cols, now, then, dt, where = 'tables') {
   }
 }
 
+// A failed sample is tried once more on a new context: pmproxy drops a
+// context unused for its polltimeout (a page stalled, a host busy) or
+// forgets it when it restarts; only a second failure is an error.
+async function sampleOrRetry() {
+  try {
+    return await sample();
+  } catch (e) {
+    context = null;
+    return sample();
+  }
+}
+
 async function poll() {
   const status = document.getElementById('status');
   try {
-    const s = await sample();
+    const s = await sampleOrRetry();
     const dt = prev ? Math.max(1e-3, s.time - prevTime) : 0;
     drawTable(MODULES[0], MODULES[1], s.values, prev, dt, 'modules');
     for (const [metric, title] of HISTOGRAMS) {
@@ -315,7 +327,7 @@ async function poll() {
     status.dataset.state = 'ok';
     status.textContent = 'updated ' + new Date(s.time * 1000).toLocaleTimeString();
   } catch (e) {
-    context = null;                  // pmproxy restarted or context expired
+    context = null;
     status.dataset.state = 'error';
     status.textContent = 'error: ' + e.message;
   }
