@@ -163,28 +163,34 @@ void virt_row_expose(struct virt_row *r, bool always)
  * pmlogger archive holds one instance, not two of one name. Hidden names
  * are bounded per instance domain (VIRT_HIDDEN_MAX): past it, a retired
  * name is culled (pmdaCachePurge culls only entries PMDA_CACHE_SAVE
- * stamped, so it cannot age them out). */
-static void hide(pmInDom indom, const char *name)
+ * stamped, so it cannot age them out). *hidden: the domain's hidden
+ * names, counted once per retire (PMDA_CACHE_SIZE_INACTIVE walks the
+ * cache). */
+static void hide(pmInDom indom, const char *name, int *hidden)
 {
-	int how = pmdaCacheOp(indom, PMDA_CACHE_SIZE_INACTIVE) < VIRT_HIDDEN_MAX ?
-		PMDA_CACHE_HIDE : PMDA_CACHE_CULL;
+	bool keep = *hidden < VIRT_HIDDEN_MAX;
 
-	pmdaCacheStore(indom, how, name, NULL);
+	pmdaCacheStore(indom, keep ? PMDA_CACHE_HIDE : PMDA_CACHE_CULL, name, NULL);
+	*hidden += keep;
 }
 
 void virt_row_retire(struct virt_row *r)
 {
 	char name[VIRT_NAME_MAX + 64];
+	int hidden;
 
-	if (r->inst >= 0)
-		hide(r->indom, r->name);
+	if (r->inst >= 0) {
+		hidden = pmdaCacheOp(r->indom, PMDA_CACHE_SIZE_INACTIVE);
+		hide(r->indom, r->name, &hidden);
+	}
 	r->inst = -1;
 	free_window(r);
+	hidden = r->exposed ? pmdaCacheOp(r->hindom, PMDA_CACHE_SIZE_INACTIVE) : 0;
 	for (unsigned int b = 0; b < VIRT_HIST_BUCKETS; b++) {
 		if (!(r->exposed >> b & 1))
 			continue;
 		virt_bucket_name(name, sizeof(name), r->name, b);
-		hide(r->hindom, name);
+		hide(r->hindom, name, &hidden);
 	}
 	r->exposed = 0;
 }
