@@ -317,11 +317,14 @@ static __always_inline bool swap_thread(__u32 tid, bool claim, __u64 from, __u64
 	return false;
 }
 
-/* Point the thread's entry of "threads" at its vCPU's slot. */
-static __always_inline void index_thread(__u32 tid, __u32 idx)
+/* Point the thread's entry of "threads" at its vCPU's slot; whether it
+ * could (no room counts a drop). */
+static __always_inline bool index_thread(__u32 tid, __u32 idx)
 {
-	if (!swap_thread(tid, true, 0, KVM_THREAD(tid, idx)))
-		VIRT_DROP(drops, KVM_DROP_VCPU);
+	if (swap_thread(tid, true, 0, KVM_THREAD(tid, idx)))
+		return true;
+	VIRT_DROP(drops, KVM_DROP_VCPU);
+	return false;
 }
 
 /* The slot of the vCPU the calling thread runs (hypercall, userspace exit). */
@@ -347,7 +350,10 @@ static __always_inline struct kvm_vcpu_slot *thread_vcpu(void)
 /* A new slot, or its vCPU ran on another thread since (owner changed): take
  * the thread and its process. A vCPU of another process at this address is
  * a new VMM's (the old one's struct was freed): the slot keeps the old VM's
- * counts for the agent, and the vCPU gets a slot of its own. */
+ * counts for the agent, and the vCPU gets a slot of its own. Until the
+ * thread has an entry in "threads" the owner stays unset, so every exit
+ * tries again and counts a drop while it fails: that exit's hypercall or
+ * return to the VMM would not find its vCPU. */
 static __always_inline struct kvm_vcpu_slot *adopt(struct kvm_vcpu_slot *s, __u32 idx,
 						    __u64 ident, __u64 owner,
 						    enum vcpu_id_src src, void *p)
@@ -363,8 +369,8 @@ static __always_inline struct kvm_vcpu_slot *adopt(struct kvm_vcpu_slot *s, __u3
 	}
 	s->tid = (__u32)id;
 	s->tgid = tgid;
-	s->owner = owner;
-	index_thread((__u32)id, idx);
+	if (index_thread((__u32)id, idx))
+		s->owner = owner;
 	return s;
 }
 
@@ -434,11 +440,11 @@ static __always_inline int on_hypercall(__u64 nr)
 	return 0;
 }
 
-/* A return to the VMM from a thread without a vCPU slot is no loss: either
- * the vCPU has not exited the guest yet (QEMU's vCPU threads return from
- * KVM_RUN before their vCPU's first exit: three such returns in qa 108's
- * two-vCPU start), or its claim failed at the exit before, which counted
- * the drop. */
+/* A return to the VMM from a thread without a vCPU slot counts no drop:
+ * either the vCPU has not exited the guest yet (QEMU's vCPU threads return
+ * from KVM_RUN before their vCPU's first exit: three such returns in qa
+ * 108's two-vCPU start), or the exit before it counted one (its vCPU's
+ * claim failed, or its thread found no room in "threads": adopt()). */
 static __always_inline int on_userspace_exit(__u32 reason)
 {
 	struct kvm_vcpu_slot *s = thread_vcpu();
