@@ -28,6 +28,10 @@ char LICENSE[] SEC("license") = "GPL";
 /* false: counts only (no kvm_entry program, no pairing) */
 const volatile bool latency = true;
 
+/* true (AMD, tp_btf, where svm_switch_vmcb() has BTF): slots keep their
+ * vCPU's svm->vmcb, kept current by virt_kvm_tp_btf_switch_vmcb */
+const volatile bool vmcb_cache = false;
+
 /* Vendor structs, just the fields we read; CO-RE finds the real layout. */
 /* arch/x86/include/asm/svm.h struct vmcb_control_area */
 struct vmcb_control_area___virt {
@@ -39,9 +43,15 @@ struct vmcb___virt {
 	struct vmcb_control_area___virt control;
 } __attribute__((preserve_access_index));
 
-/* arch/x86/kvm/svm/svm.h struct vcpu_svm */
+/* arch/x86/kvm/svm/svm.h struct vcpu_svm; its first member is the struct
+ * kvm_vcpu (to_svm() is a container_of), so both have one address */
 struct vcpu_svm___virt {
 	struct vmcb___virt *vmcb;
+} __attribute__((preserve_access_index));
+
+/* arch/x86/kvm/svm/svm.h struct kvm_vmcb_info, since 4995a3685f1b (v5.13) */
+struct kvm_vmcb_info___virt {
+	struct vmcb___virt *ptr;
 } __attribute__((preserve_access_index));
 
 /* arch/x86/kvm/vmx/vmx.h union vmx_exit_reason, since 8e5332402164 (v5.12) */
@@ -273,6 +283,33 @@ static __always_inline __u32 vcpu_id_of(enum vcpu_id_src src, void *p)
 	return ((struct trace_event_raw_kvm_exit___virt *)p)->vcpu_id;
 }
 
+/* The vCPU's current svm->vmcb, where slots keep it (vmcb_cache): read
+ * at claim, then kept current by virt_kvm_tp_btf_switch_vmcb. */
+static __always_inline __u64 vmcb_of(enum vcpu_id_src src, void *p)
+{
+	struct vcpu_svm___virt *svm = p;
+
+	if (!vmcb_cache || src != ID_BTF || !bpf_core_type_exists(struct vcpu_svm___virt))
+		return 0;
+	return (__u64)BPF_CORE_READ(svm, vmcb);
+}
+
+/* What trace_kvm_exit() recorded as exit_reason (vendor_exit_code()), the
+ * classic tracepoint's record, or on AMD with a slot that keeps svm->vmcb
+ * one probe read instead of two. */
+static __always_inline __u32 exit_code(__u32 isa, enum vcpu_id_src src, void *p,
+				       const struct kvm_vcpu_slot *s)
+{
+	if (src == ID_RECORD)
+		return ((struct trace_event_raw_kvm_exit___virt *)p)->exit_reason;
+	if (vmcb_cache && isa == KVM_ISA_SVM && s && s->vmcb) {
+		struct vmcb___virt *vmcb = (void *)s->vmcb;
+
+		return BPF_CORE_READ(vmcb, control.exit_code);
+	}
+	return vendor_exit_code(p, isa);
+}
+
 static __always_inline struct kvm_vcpu_slot *claim_vcpu(__u64 ident, __u32 *idx,
 							enum vcpu_id_src src, void *p)
 {
@@ -284,6 +321,7 @@ static __always_inline struct kvm_vcpu_slot *claim_vcpu(__u64 ident, __u32 *idx,
 
 		if (s && !s->ident && !__sync_val_compare_and_swap(&s->ident, 0, ident)) {
 			s->vcpu_id = vcpu_id_of(src, p);
+			s->vmcb = vmcb_of(src, p);
 			asm volatile("" ::: "memory");	/* before adopt() sets tgid */
 			*idx = k;
 			return s;
@@ -390,25 +428,28 @@ static __always_inline struct kvm_vcpu_slot *vcpu_slot(__u64 ident, __u64 owner,
 
 /* -------------------------------------------------------------- handlers */
 
-static __always_inline int on_exit(__u64 ident, __u64 owner, __u32 isa, __u32 code,
+static __always_inline int on_exit(__u64 ident, __u64 owner, __u32 isa,
 				   enum vcpu_id_src src, void *p)
 {
-	__u32 slot = exit_slot(isa, code);
-	struct kvm_vcpu_slot *s;
+	struct kvm_vcpu_slot *s = vcpu_slot(ident, owner, src, p);
+	__u32 code, slot;
 
 	if (!latency) {		/* the reason counts even if the vCPU can't be tracked */
-		struct kvm_stats *st = exit_stats(isa, code, slot);
+		struct kvm_stats *st;
 
+		code = exit_code(isa, src, p, s);
+		slot = exit_slot(isa, code);
+		st = exit_stats(isa, code, slot);
 		if (st)
 			__sync_fetch_and_add(&st->count, 1);
-		s = vcpu_slot(ident, owner, src, p);
 		if (s)
 			s->vm.exits++;
 		return 0;
 	}
-	s = vcpu_slot(ident, owner, src, p);
 	if (!s)
 		return 0;
+	code = exit_code(isa, src, p, s);
+	slot = exit_slot(isa, code);
 	s->exit_ts = bpf_ktime_get_ns();
 	s->uexit_ts = 0;
 	s->slot = slot;
@@ -576,8 +617,27 @@ int BPF_PROG(virt_kvm_tp_btf_exit, struct kvm_vcpu *vcpu, __u32 isa)
 {
 	if (!vcpu)
 		return 0;
-	return on_exit((__u64)vcpu, (__u64)vcpu->pid, isa, vendor_exit_code(vcpu, isa), ID_BTF,
-		       vcpu);
+	return on_exit((__u64)vcpu, (__u64)vcpu->pid, isa, ID_BTF, vcpu);
+}
+
+/* svm_switch_vmcb() (arch/x86/kvm/svm/svm.c, since v5.13) is the one place
+ * that sets svm->vmcb: vmcb01 at vCPU creation and when a nested guest
+ * exits, the nested guest's vmcb02 when it enters. It runs on the vCPU's
+ * thread like its exits (or before the vCPU's first exit), so the slot's
+ * copy is current at every exit. Attached only with vmcb_cache. */
+SEC("fentry/svm_switch_vmcb")
+int BPF_PROG(virt_kvm_tp_btf_switch_vmcb, struct vcpu_svm___virt *svm,
+	     struct kvm_vmcb_info___virt *target)
+{
+	struct kvm_vcpu_slot *s;
+	__u32 idx;
+
+	if (!svm || !target)
+		return 0;
+	s = find_vcpu((__u64)svm, &idx);
+	if (s)
+		s->vmcb = (__u64)target->ptr;
+	return 0;
 }
 
 SEC("tp_btf/kvm_entry")
@@ -604,8 +664,7 @@ int BPF_PROG(virt_kvm_tp_btf_userspace_exit, __u32 reason)
 SEC("raw_tp/kvm_exit")
 int BPF_PROG(virt_kvm_raw_tp_exit, void *vcpu, __u32 isa)
 {
-	return on_exit((__u64)vcpu, bpf_get_current_pid_tgid(), isa, vendor_exit_code(vcpu, isa),
-		       ID_PROBE, vcpu);
+	return on_exit((__u64)vcpu, bpf_get_current_pid_tgid(), isa, ID_PROBE, vcpu);
 }
 
 SEC("raw_tp/kvm_entry")
@@ -633,7 +692,7 @@ int virt_kvm_tracepoint_exit(struct trace_event_raw_kvm_exit___virt *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 
-	return on_exit(id, id, ctx->isa, ctx->exit_reason, ID_RECORD, ctx);
+	return on_exit(id, id, ctx->isa, ID_RECORD, ctx);
 }
 
 SEC("tracepoint/kvm/kvm_entry")

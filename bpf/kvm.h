@@ -56,6 +56,7 @@ struct kvm_vcpu_slot {
 	__u64 exit_ts;		/* 0: not inside an exit */
 	__u64 uexit_ts;		/* 0: this exit did not go to the VMM */
 	__u64 hcall_nr;
+	__u64 vmcb;		/* AMD, vmcb_cache: the vCPU's svm->vmcb (0: read it per exit) */
 	__u32 tgid;		/* the VMM process (0: not known yet) */
 	__u32 tid;		/* the thread running the vCPU */
 	__u32 slot;

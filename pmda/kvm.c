@@ -188,7 +188,9 @@ static struct virt_skel *open_skel(void)
 /* Slots: twice max_vcpus, a power of two. The variant's vCPU destroy hook
  * (fentry with tp_btf, kprobe with raw_tp) frees slots in the kernel; the
  * classic tracepoints key slots by thread, not vCPU: the agent frees them
- * when the VMM exits. Counts only: no entry program. */
+ * when the VMM exits. Counts only: no entry program. On AMD with tp_btf,
+ * slots keep svm->vmcb where svm_switch_vmcb() can be traced (vmcb_cache):
+ * an exit's reason is then one probe read, not two. */
 static int configure(struct virt_family *fam, struct virt_skel *obj, const char *method,
 		     char *why, size_t len)
 {
@@ -211,6 +213,10 @@ static int configure(struct virt_family *fam, struct virt_skel *obj, const char 
 	snprintf(entry, sizeof(entry), "virt_kvm_%s_entry", method);
 	if (!latency && (prog = bpf_object__find_program_by_name(obj->obj, entry)))
 		bpf_program__set_autoload(prog, false);
+	skel->rodata->vmcb_cache = strcmp(method, "tp_btf") == 0 && virt_kmod_present("kvm_amd") &&
+				   virt_btf_func_exists("svm_switch_vmcb");
+	if (!skel->rodata->vmcb_cache)
+		bpf_program__set_autoload(skel->progs.virt_kvm_tp_btf_switch_vmcb, false);
 	return 0;
 }
 
@@ -223,6 +229,8 @@ static int attached(struct virt_family *fam, struct virt_skel *obj, char *why, s
 		snprintf(why, len, "mmap: %s", strerror(errno));
 		return -1;
 	}
+	if (skel->rodata->vmcb_cache)
+		virt_log(LOG_INFO, "kvm: SVM exit reasons through each vCPU's vmcb, kept by svm_switch_vmcb");
 	return 0;
 }
 
