@@ -28,8 +28,8 @@ char LICENSE[] SEC("license") = "GPL";
 /* false: counts only (no kvm_entry program, no pairing) */
 const volatile bool latency = true;
 
-/* true (AMD, tp_btf, where svm_switch_vmcb() has BTF): slots keep their
- * vCPU's svm->vmcb, kept current by virt_kvm_tp_btf_switch_vmcb */
+/* true (AMD, tp_btf, where svm_switch_vmcb() can be probed): slots keep
+ * their vCPU's svm->vmcb, kept current by virt_kvm_tp_btf_switch_vmcb */
 const volatile bool vmcb_cache = false;
 
 /* Vendor structs, just the fields we read; CO-RE finds the real layout. */
@@ -624,10 +624,13 @@ int BPF_PROG(virt_kvm_tp_btf_exit, struct kvm_vcpu *vcpu, __u32 isa)
  * that sets svm->vmcb: vmcb01 at vCPU creation and when a nested guest
  * exits, the nested guest's vmcb02 when it enters. It runs on the vCPU's
  * thread like its exits (or before the vCPU's first exit), so the slot's
- * copy is current at every exit. Attached only with vmcb_cache. */
-SEC("fentry/svm_switch_vmcb")
-int BPF_PROG(virt_kvm_tp_btf_switch_vmcb, struct vcpu_svm___virt *svm,
-	     struct kvm_vmcb_info___virt *target)
+ * copy is current at every exit. Attached only with vmcb_cache. A kprobe,
+ * not fentry: a trampoline on a kvm_amd function would hold kvm_amd, and
+ * an operator's rmmod of it would fail while the agent runs (qa 103); the
+ * hook is rare (nested entries and exits), so its cost does not matter. */
+SEC("kprobe/svm_switch_vmcb")
+int BPF_KPROBE(virt_kvm_tp_btf_switch_vmcb, struct vcpu_svm___virt *svm,
+	       struct kvm_vmcb_info___virt *target)
 {
 	struct kvm_vcpu_slot *s;
 	__u32 idx;
@@ -636,7 +639,7 @@ int BPF_PROG(virt_kvm_tp_btf_switch_vmcb, struct vcpu_svm___virt *svm,
 		return 0;
 	s = find_vcpu((__u64)svm, &idx);
 	if (s)
-		s->vmcb = (__u64)target->ptr;
+		s->vmcb = (__u64)BPF_CORE_READ(target, ptr);
 	return 0;
 }
 

@@ -189,7 +189,7 @@ static struct virt_skel *open_skel(void)
  * (fentry with tp_btf, kprobe with raw_tp) frees slots in the kernel; the
  * classic tracepoints key slots by thread, not vCPU: the agent frees them
  * when the VMM exits. Counts only: no entry program. On AMD with tp_btf,
- * slots keep svm->vmcb where svm_switch_vmcb() can be traced (vmcb_cache):
+ * slots keep svm->vmcb where svm_switch_vmcb() can be probed (vmcb_cache):
  * an exit's reason is then one probe read, not two. */
 static int configure(struct virt_family *fam, struct virt_skel *obj, const char *method,
 		     char *why, size_t len)
@@ -214,7 +214,7 @@ static int configure(struct virt_family *fam, struct virt_skel *obj, const char 
 	if (!latency && (prog = bpf_object__find_program_by_name(obj->obj, entry)))
 		bpf_program__set_autoload(prog, false);
 	skel->rodata->vmcb_cache = strcmp(method, "tp_btf") == 0 && virt_kmod_present("kvm_amd") &&
-				   virt_btf_func_exists("svm_switch_vmcb");
+				   virt_ksym_exists("svm_switch_vmcb");
 	if (!skel->rodata->vmcb_cache)
 		bpf_program__set_autoload(skel->progs.virt_kvm_tp_btf_switch_vmcb, false);
 	return 0;

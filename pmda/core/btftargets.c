@@ -229,14 +229,6 @@ static int find_target(const char *func, enum bpf_attach_type type, int *obj_fd,
 	return 0;
 }
 
-bool virt_btf_func_exists(const char *func)
-{
-	uint32_t id;
-	int fd;
-
-	return find_target(func, BPF_TRACE_FENTRY, &fd, &id) == 0;
-}
-
 static int prepare_load(struct bpf_program *prog, struct bpf_prog_load_opts *opts,
 			long cookie)
 {

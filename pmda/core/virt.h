@@ -163,9 +163,6 @@ uint64_t virt_mono_ns(void);			/* CLOCK_MONOTONIC */
  * release after each attach pass. */
 int virt_btf_targets_register(void);
 void virt_btf_targets_release(void);
-/* Whether a kernel function (vmlinux or module) has BTF, so that an
- * fentry program can attach to it; during an attach pass. */
-bool virt_btf_func_exists(const char *func);
 
 /*
  * One attach of a family's BPF skeleton, the same for every family:
