@@ -224,14 +224,22 @@ static __always_inline struct kvm_stats *exit_stats(__u32 isa, __u32 code, __u32
 	return VIRT_LOOKUP_OR_INIT(exits_other, &key, &zero_stats, drops, KVM_DROP_OTHER);
 }
 
-static __always_inline void account(struct kvm_stats *s, __u64 ns)
+/* A timed event: its time and its bucket, which counts it (kvm.h). The
+ * reason stats are shared by every vCPU (atomic adds); hypercall and
+ * KVM_EXIT_* stats are per CPU (plain adds). */
+static __always_inline void account(struct kvm_stats *s, __u64 ns, bool shared)
 {
 	__u32 b = virt_log2_bucket(ns);
 
-	__sync_fetch_and_add(&s->count, 1);
-	__sync_fetch_and_add(&s->time_ns, ns);
-	if (b < VIRT_HIST_BUCKETS)
+	if (b >= VIRT_HIST_BUCKETS)
+		return;
+	if (shared) {
+		__sync_fetch_and_add(&s->time_ns, ns);
 		__sync_fetch_and_add(&s->hist[b], 1);
+	} else {
+		s->time_ns += ns;
+		s->hist[b]++;
+	}
 }
 
 /* ------------------------------------------------------------ vCPU slots */
@@ -310,7 +318,7 @@ static __always_inline __u32 exit_code(__u32 isa, enum vcpu_id_src src, void *p,
 	return vendor_exit_code(p, isa);
 }
 
-static __always_inline struct kvm_vcpu_slot *claim_vcpu(__u64 ident, __u32 *idx,
+static __always_inline struct kvm_vcpu_slot *claim_vcpu(__u64 ident, __u32 *idx, __u32 isa,
 							enum vcpu_id_src src, void *p)
 {
 	__u32 h = home(ident);
@@ -321,6 +329,7 @@ static __always_inline struct kvm_vcpu_slot *claim_vcpu(__u64 ident, __u32 *idx,
 
 		if (s && !s->ident && !__sync_val_compare_and_swap(&s->ident, 0, ident)) {
 			s->vcpu_id = vcpu_id_of(src, p);
+			s->isa = isa;
 			s->vmcb = vmcb_of(src, p);
 			asm volatile("" ::: "memory");	/* before adopt() sets tgid */
 			*idx = k;
@@ -393,7 +402,7 @@ static __always_inline struct kvm_vcpu_slot *thread_vcpu(void)
  * tries again and counts a drop while it fails: that exit's hypercall or
  * return to the VMM would not find its vCPU. */
 static __always_inline struct kvm_vcpu_slot *adopt(struct kvm_vcpu_slot *s, __u32 idx,
-						    __u64 ident, __u64 owner,
+						    __u64 ident, __u64 owner, __u32 isa,
 						    enum vcpu_id_src src, void *p)
 {
 	__u64 id = bpf_get_current_pid_tgid();
@@ -401,7 +410,7 @@ static __always_inline struct kvm_vcpu_slot *adopt(struct kvm_vcpu_slot *s, __u3
 
 	if (s->tgid && s->tgid != tgid) {
 		s->ident = KVM_VCPU_RETIRED;
-		s = claim_vcpu(ident, &idx, src, p);
+		s = claim_vcpu(ident, &idx, isa, src, p);
 		if (!s)
 			return NULL;
 	}
@@ -412,17 +421,17 @@ static __always_inline struct kvm_vcpu_slot *adopt(struct kvm_vcpu_slot *s, __u3
 	return s;
 }
 
-static __always_inline struct kvm_vcpu_slot *vcpu_slot(__u64 ident, __u64 owner,
+static __always_inline struct kvm_vcpu_slot *vcpu_slot(__u64 ident, __u64 owner, __u32 isa,
 							enum vcpu_id_src src, void *p)
 {
 	struct kvm_vcpu_slot *s;
 	__u32 idx = 0;
 
 	s = find_vcpu(ident, &idx);
-	if (!s && !(s = claim_vcpu(ident, &idx, src, p)))
+	if (!s && !(s = claim_vcpu(ident, &idx, isa, src, p)))
 		return NULL;
 	if (s->owner != owner)
-		s = adopt(s, idx, ident, owner, src, p);
+		s = adopt(s, idx, ident, owner, isa, src, p);
 	return s;
 }
 
@@ -431,7 +440,7 @@ static __always_inline struct kvm_vcpu_slot *vcpu_slot(__u64 ident, __u64 owner,
 static __always_inline int on_exit(__u64 ident, __u64 owner, __u32 isa,
 				   enum vcpu_id_src src, void *p)
 {
-	struct kvm_vcpu_slot *s = vcpu_slot(ident, owner, src, p);
+	struct kvm_vcpu_slot *s = vcpu_slot(ident, owner, isa, src, p);
 	__u32 code, slot;
 
 	if (!latency) {		/* the reason counts even if the vCPU can't be tracked */
@@ -451,11 +460,7 @@ static __always_inline int on_exit(__u64 ident, __u64 owner, __u32 isa,
 	code = exit_code(isa, src, p, s);
 	slot = exit_slot(isa, code);
 	s->exit_ts = bpf_ktime_get_ns();
-	s->uexit_ts = 0;
-	s->slot = slot;
-	s->code = code;
-	s->isa = isa;
-	s->hcall = 0;
+	s->exit = KVM_EXIT_WORD(slot, code);
 	return 0;
 }
 
@@ -475,7 +480,7 @@ static __always_inline int on_hypercall(__u64 nr)
 	if (!s) {
 		VIRT_DROP(drops, KVM_DROP_VCPU);	/* an untracked vCPU, or no thread entry */
 	} else if (s->exit_ts) {
-		s->hcall = 1;
+		s->hcall_of = s->exit_ts;
 		s->hcall_nr = nr;
 	}
 	return 0;
@@ -503,6 +508,7 @@ static __always_inline int on_userspace_exit(__u32 reason)
 		return 0;
 	}
 	if (s && s->exit_ts) {
+		s->uexit_of = s->exit_ts;
 		s->uexit_ts = bpf_ktime_get_ns();
 		s->ureason = reason;
 	}
@@ -514,34 +520,35 @@ static __always_inline int on_entry(__u64 ident)
 	struct kvm_vcpu_slot *s;
 	struct kvm_stats *st;
 	__u32 idx;
-	__u64 now, ns;
+	__u64 now, ns, ts, exit;
 
 	s = find_vcpu(ident, &idx);
-	if (!s || !s->exit_ts)
+	if (!s || !(ts = s->exit_ts))
 		return 0;	/* first entry, or not tracked */
 	now = bpf_ktime_get_ns();
-	ns = now - s->exit_ts;
+	ns = now - ts;
 	s->exit_ts = 0;
 
-	st = exit_stats(s->isa, s->code, s->slot);
+	exit = s->exit;
+	st = exit_stats(s->isa, KVM_EXIT_CODE(exit), KVM_EXIT_SLOT(exit));
 	if (st)
-		account(st, ns);
-	if (s->hcall) {
+		account(st, ns, true);
+	if (s->hcall_of == ts) {
 		__u64 nr = s->hcall_nr;
 
 		st = VIRT_LOOKUP_OR_INIT(hcalls, &nr, &zero_stats, drops, KVM_DROP_HCALL);
 		if (st)
-			account(st, ns);
+			account(st, ns, false);
 	}
 	s->vm.exits++;
 	s->vm.exit_ns += ns;
-	if (s->uexit_ts) {
+	if (s->uexit_of == ts) {
 		__u64 uns = now - s->uexit_ts;
 		__u32 reason = s->ureason;
 
 		st = bpf_map_lookup_elem(&uexits, &reason);
 		if (st)
-			account(st, uns);
+			account(st, uns, false);
 		else
 			VIRT_DROP(drops, KVM_DROP_UEXIT);
 		s->vm.uexits++;

@@ -20,7 +20,10 @@
 #define KVM_UEXIT_REASONS	64	/* KVM_EXIT_* codes counted; more are dropped */
 
 /* Per exit reason, hypercall number or KVM_EXIT_* reason; all u64 words so
- * the user side sums per-CPU copies word by word. */
+ * the user side sums per-CPU copies word by word. The count is count plus
+ * the histogram's mass (pmda/kvm.c stats_count()): a timed event adds to its
+ * bucket only, an event counted without its time (counts-only mode) to
+ * count only. */
 struct kvm_stats {
 	__u64 count;
 	__u64 time_ns;
@@ -54,19 +57,26 @@ struct kvm_vcpu_slot {
 	__u64 ident;		/* 0: free */
 	__u64 owner;		/* tp_btf: vcpu->pid; else pid_tgid: thread last seen */
 	__u64 exit_ts;		/* 0: not inside an exit */
-	__u64 uexit_ts;		/* 0: this exit did not go to the VMM */
+	__u64 exit;		/* this exit: KVM_EXIT_WORD(its "exits" slot, its code) */
+	/* An exit's hypercall and return to the VMM are marked with its
+	 * exit_ts, so an exit stores nothing to clear the last exit's. */
+	__u64 hcall_of;		/* exit_ts of the exit that was hypercall hcall_nr */
 	__u64 hcall_nr;
+	__u64 uexit_of;		/* exit_ts of the exit that went to the VMM at uexit_ts */
+	__u64 uexit_ts;
 	__u64 vmcb;		/* AMD, vmcb_cache: the vCPU's svm->vmcb (0: read it per exit) */
 	__u32 tgid;		/* the VMM process (0: not known yet) */
 	__u32 tid;		/* the thread running the vCPU */
-	__u32 slot;
-	__u32 code;
-	__u32 isa;
+	__u32 isa;		/* KVM_ISA_*, written once at claim */
 	__u32 ureason;
-	__u32 hcall;		/* this exit was a hypercall */
 	__u32 vcpu_id;		/* KVM's vcpu_id, written once at claim */
+	__u32 pad;
 	struct kvm_vm_stats vm;	/* this vCPU's counts: per VM and per vCPU */
 };
+
+#define KVM_EXIT_WORD(slot, code)	((__u64)(slot) << 32 | (__u32)(code))
+#define KVM_EXIT_SLOT(w)		((__u32)((w) >> 32))
+#define KVM_EXIT_CODE(w)		((__u32)(w))
 
 /* The "threads" array: vCPU thread id -> its vCPU's slot, for the
  * hypercall and userspace-exit tracepoints (they carry no vCPU); same

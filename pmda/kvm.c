@@ -339,11 +339,22 @@ static int kvm_attach(struct virt_family *fam)
 
 /* ------------------------------------------------------------ refresh */
 
+/* A stats entry's count: its count word plus its histogram's mass (kvm.h). */
+static uint64_t stats_count(const uint64_t *w)
+{
+	uint64_t n = w[0];
+
+	for (unsigned int b = 0; b < VIRT_HIST_BUCKETS; b++)
+		n += w[2 + b];
+	return n;
+}
+
 /* The i-th entry of the last per-CPU read, summed over the CPUs. */
 static void take_stats(struct virt_row *r, const struct kvm_state *st, int i)
 {
-	const uint64_t *sum = (const uint64_t *)st->bulk.vals + (size_t)i * STATS_WORDS;
+	uint64_t *sum = (uint64_t *)st->bulk.vals + (size_t)i * STATS_WORDS;
 
+	sum[0] = stats_count(sum);
 	virt_row_set(r, sum, 2, &sum[2]);
 	virt_row_expose(r, false);
 }
@@ -359,6 +370,7 @@ static void read_exits(struct kvm_state *st)
 		v[1] = e->time_ns;
 		for (unsigned int b = 0; b < VIRT_HIST_BUCKETS; b++)
 			v[2 + b] = e->hist[b];
+		v[0] = stats_count(v);
 		virt_row_set(&st->slots[k], v, 2, &v[2]);
 		virt_row_expose(&st->slots[k], false);
 	}
