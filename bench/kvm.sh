@@ -48,18 +48,16 @@ stop_cfg()
 	sleep 0.3
 }
 
-for cfg in ${BENCH_CONFIGS:=empty_raw empty_btf empty_tp limit limit_reason virt virt_counts bpftrace bcc_kvmexit}; do
-	measure $cfg $N
-done
+measure_all $N ${BENCH_CONFIGS:=empty_raw empty_btf empty_tp limit limit_reason virt virt_counts bpftrace bcc_kvmexit}
 
 floor=$(col empty_raw 2) bt=$(col bpftrace 2)
 pfloor=$(col empty_raw 5) plim=$(col limit 5) pbt=$(col bpftrace 5)
-echo "kvm family overhead: $N cpuid exits per run, $P pairs per configuration, $(nproc) vCPU TCG VM"
+echo "kvm family overhead: $N cpuid exits per run, $P pairs per configuration, prog over ${BENCH_PROG_STARTS:-1} start(s), $(nproc) vCPU TCG VM"
 echo "wall: added ns per exit from paired runs (median, min..max); prog: ns per exit inside BPF programs (bpf_stats)"
-printf '%-12s %10s %16s %7s %7s %8s %7s %7s %7s\n' config "wall" "min..max" "/floor" "/bpftr" "prog" "/floor" "/limit" "/bpftr"
-while read -r cfg med lo hi prog; do
-	printf '%-12s %10s %16s %7s %7s %8s %7s %7s %7s\n' $cfg $med "$lo..$hi" \
-		$(ratio $med "$floor") $(ratio $med "$bt") $prog $(ratio $prog "$pfloor") \
+printf '%-12s %10s %16s %7s %7s %8s %12s %7s %7s %7s\n' config "wall" "min..max" "/floor" "/bpftr" "prog" "min..max" "/floor" "/limit" "/bpftr"
+while read -r cfg med lo hi prog plo phi; do
+	printf '%-12s %10s %16s %7s %7s %8s %12s %7s %7s %7s\n' $cfg $med "$lo..$hi" \
+		$(ratio $med "$floor") $(ratio $med "$bt") $prog "$plo..$phi" $(ratio $prog "$pfloor") \
 		$(ratio $prog "$plim") $(ratio $prog "$pbt")
 done < $work/summary
 if [ -n "$(col bcc_kvmexit 2)" ] && [ -n "$(col virt_counts 2)" ]; then

@@ -40,16 +40,14 @@ stop_cfg()
 	sleep 0.3
 }
 
-for cfg in ${BENCH_CONFIGS:=empty_vhost limit virt virt_kprobe}; do
-	measure $cfg $K
-done
+measure_all $K ${BENCH_CONFIGS:=empty_vhost limit virt virt_kprobe}
 
-echo "vhost family overhead: $K kicks of 4 x 64-byte packets per run (vhostdrv, tap backend), $P pairs per configuration, $(nproc) vCPU TCG VM"
+echo "vhost family overhead: $K kicks of 4 x 64-byte packets per run (vhostdrv, tap backend), $P pairs per configuration, prog over ${BENCH_PROG_STARTS:-1} start(s), $(nproc) vCPU TCG VM"
 echo "wall: added ns per kick from paired runs (median, min..max); prog: ns per kick inside BPF programs (bpf_stats)"
-printf '%-12s %9s %18s %7s %8s %7s %7s\n' config wall "min..max" /floor prog /floor /limit
-while read -r cfg med lo hi prog; do
-	printf '%-12s %9s %18s %7s %8s %7s %7s\n' $cfg $med "$lo..$hi" \
-		$(ratio $med "$(col empty_vhost 2)") $prog $(ratio $prog "$(col empty_vhost 5)") \
+printf '%-12s %9s %18s %7s %8s %12s %7s %7s\n' config wall "min..max" /floor prog "min..max" /floor /limit
+while read -r cfg med lo hi prog plo phi; do
+	printf '%-12s %9s %18s %7s %8s %12s %7s %7s\n' $cfg $med "$lo..$hi" \
+		$(ratio $med "$(col empty_vhost 2)") $prog "$plo..$phi" $(ratio $prog "$(col empty_vhost 5)") \
 		$(ratio $prog "$(col limit 5)")
 done < $work/summary
 rm -rf $work

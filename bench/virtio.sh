@@ -47,18 +47,16 @@ stop_cfg()
 	sleep 0.3
 }
 
-for cfg in ${BENCH_CONFIGS:=empty_vadd empty_vall limit virt virt_counts virt_kprobe virtiostat}; do
-	measure $cfg $N
-done
+measure_all $N ${BENCH_CONFIGS:=empty_vadd empty_vall limit virt virt_counts virt_kprobe virtiostat}
 
-echo "virtio family overhead: $N 64-byte UDP packets per run over virtio-net, $P pairs per configuration, $(nproc) vCPU TCG VM"
+echo "virtio family overhead: $N 64-byte UDP packets per run over virtio-net, $P pairs per configuration, prog over ${BENCH_PROG_STARTS:-1} start(s), $(nproc) vCPU TCG VM"
 echo "wall: added ns per packet from paired runs (median, min..max); prog: ns per packet inside BPF programs (bpf_stats)"
-printf '%-12s %8s %16s %6s %6s %6s %6s %7s %6s %6s %6s %6s\n' config wall "min..max" /vall /vadd /limit /vstat prog /vall /vadd /limit /vstat
-while read -r cfg med lo hi prog; do
-	printf '%-12s %8s %16s %6s %6s %6s %6s %7s %6s %6s %6s %6s\n' $cfg $med "$lo..$hi" \
+printf '%-12s %8s %16s %6s %6s %6s %6s %7s %12s %6s %6s %6s %6s\n' config wall "min..max" /vall /vadd /limit /vstat prog "min..max" /vall /vadd /limit /vstat
+while read -r cfg med lo hi prog plo phi; do
+	printf '%-12s %8s %16s %6s %6s %6s %6s %7s %12s %6s %6s %6s %6s\n' $cfg $med "$lo..$hi" \
 		$(ratio $med "$(col empty_vall 2)") $(ratio $med "$(col empty_vadd 2)") \
 		$(ratio $med "$(col limit 2)") $(ratio $med "$(col virtiostat 2)") \
-		$prog $(ratio $prog "$(col empty_vall 5)") $(ratio $prog "$(col empty_vadd 5)") \
+		$prog "$plo..$phi" $(ratio $prog "$(col empty_vall 5)") $(ratio $prog "$(col empty_vadd 5)") \
 		$(ratio $prog "$(col limit 5)") $(ratio $prog "$(col virtiostat 5)")
 done < $work/summary
 rm -rf $work
