@@ -58,6 +58,9 @@ assert_clean()
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2)}'; }
 
+# spread: "median min max" of the numbers on stdin
+spread() { local v; v=$(sort -n); echo "$(echo "$v" | median) $(echo "$v" | head -1) $(echo "$v" | tail -1)"; }
+
 ratio() { awk -v a="$1" -v f="$2" 'BEGIN {printf "%.2f", (f + 0 > 0 && a != "-") ? (a / f) : 0}'; }
 
 # column K of configuration C in the summary
@@ -89,7 +92,7 @@ measure()
 	echo "$cfg helper calls in each program's xlated code: $(prog_calls $cfg $cfg_ids)" >&2
 	prog_per_event $n > $work/$cfg.prog
 	stop_cfg
-	echo "$cfg $(median < $work/$cfg) $(sort -n $work/$cfg | head -1) $(sort -n $work/$cfg | tail -1)" >> $work/pairs
+	echo "$cfg $(spread < $work/$cfg)" >> $work/pairs
 }
 
 # measure_all EVENTS CFG...: measure each CFG, then BENCH_PROG_STARTS - 1
@@ -117,8 +120,7 @@ measure_all()
 	for cfg in "$@"; do
 		[ -s $work/$cfg.prog ] || continue
 		echo "$cfg prog per start: $(tr '\n' ' ' < $work/$cfg.prog)" >&2
-		echo "$(awk -v c=$cfg '$1 == c' $work/pairs) $(median < $work/$cfg.prog)" \
-		     "$(sort -n $work/$cfg.prog | head -1) $(sort -n $work/$cfg.prog | tail -1)" >> $work/summary
+		echo "$(awk -v c=$cfg '$1 == c' $work/pairs) $(spread < $work/$cfg.prog)" >> $work/summary
 	done
 }
 
@@ -138,7 +140,7 @@ prog_per_event()
 		awk -v c=$((c1 - c0)) -v n=$1 'BEGIN { printf "program runs per event: %.2f\n", c / n }' >&2
 	done)
 	sysctl -q -w kernel.bpf_stats_enabled=0
-	echo "$(echo "$runs" | median)${2:+ $(echo "$runs" | sort -n | head -1) $(echo "$runs" | sort -n | tail -1)}"
+	if [ -n "${2:-}" ]; then echo "$runs" | spread; else echo "$runs" | median; fi
 }
 
 # start_checked CFG: start CFG on a clean VM; cfg_ids = its programs
