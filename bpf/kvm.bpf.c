@@ -22,11 +22,16 @@
 #include <bpf/bpf_core_read.h>
 #include "kvm.h"
 #include "virt_bpf.h"
+#include "core_fixes.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
 /* false: counts only (no kvm_entry program, no pairing) */
 const volatile bool latency = true;
+
+/* false: no scheduler hooks (the wait histogram and its split by what
+ * held the CPU); their programs are not loaded */
+const volatile bool sched = true;
 
 /* true (AMD, tp_btf, where svm_switch_vmcb() can be probed): slots keep
  * their vCPU's svm->vmcb, kept current by virt_kvm_tp_btf_switch_vmcb */
@@ -87,6 +92,12 @@ struct trace_event_raw_kvm_entry___virt {
 	unsigned int vcpu_id;
 } __attribute__((preserve_access_index));
 
+/* include/trace/events/kvm.h TRACE_EVENT(kvm_vcpu_wakeup) */
+struct trace_event_raw_kvm_vcpu_wakeup___virt {
+	__u64 ns;
+	bool waited;
+} __attribute__((preserve_access_index));
+
 /* arch/x86/kvm/trace.h TRACE_EVENT(kvm_hypercall) */
 struct trace_event_raw_kvm_hypercall___virt {
 	unsigned long nr;
@@ -134,6 +145,21 @@ struct {
 	__type(key, __u64);
 	__type(value, struct kvm_vm_stats);
 } vcpus_gone SEC(".maps");
+
+/* Per CPU (the agent sizes it to the possible CPUs): who runs and who
+ * waits there (kvm.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct kvm_cpu_wait);
+} waitq SEC(".maps");
+
+/* Threads of vCPUs (set by index_thread(), cleared when unindexed, here
+ * or by the agent) and VMM processes (set at adopt(), cleared by the agent
+ * when the process exits), a bit per id. */
+__u64 vcpu_tids[KVM_TID_MAX / 64];
+__u64 vmm_tgids[KVM_TID_MAX / 64];
 
 /* Every fold of a slot into vms_gone is bracketed by these: the agent sums
  * slots and vms_gone again when a fold ran meanwhile. */
@@ -330,6 +356,7 @@ static __always_inline struct kvm_vcpu_slot *claim_vcpu(__u64 ident, __u32 *idx,
 		if (s && !s->ident && !__sync_val_compare_and_swap(&s->ident, 0, ident)) {
 			s->vcpu_id = vcpu_id_of(src, p);
 			s->isa = isa;
+			s->poll_seen = src == ID_RECORD ? 0 : vcpu_halt_poll_ns(p) + 1;
 			s->vmcb = vmcb_of(src, p);
 			asm volatile("" ::: "memory");	/* before adopt() sets tgid */
 			*idx = k;
@@ -364,20 +391,34 @@ static __always_inline bool swap_thread(__u32 tid, bool claim, __u64 from, __u64
 	return false;
 }
 
+static __always_inline bool id_marked(const __u64 *bits, __u32 id)
+{
+	return bits[KVM_TID_WORD(id)] & KVM_TID_BIT(id);
+}
+
+static __always_inline void id_mark(__u64 *bits, __u32 id, bool on)
+{
+	if (on)
+		__sync_fetch_and_or(&bits[KVM_TID_WORD(id)], KVM_TID_BIT(id));
+	else
+		__sync_fetch_and_and(&bits[KVM_TID_WORD(id)], ~KVM_TID_BIT(id));
+}
+
 /* Point the thread's entry of "threads" at its vCPU's slot; whether it
  * could (no room counts a drop). */
 static __always_inline bool index_thread(__u32 tid, __u32 idx)
 {
-	if (swap_thread(tid, true, 0, KVM_THREAD(tid, idx)))
+	if (swap_thread(tid, true, 0, KVM_THREAD(tid, idx))) {
+		id_mark(vcpu_tids, tid, true);
 		return true;
+	}
 	VIRT_DROP(drops, KVM_DROP_VCPU);
 	return false;
 }
 
-/* The slot of the vCPU the calling thread runs (hypercall, userspace exit). */
-static __always_inline struct kvm_vcpu_slot *thread_vcpu(void)
+/* The slot of the vCPU that thread tid runs, and its index. */
+static __always_inline struct kvm_vcpu_slot *tid_vcpu(__u32 tid, __u32 *idx)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u32 h = home(tid);
 
 	for (__u32 i = 0; i < KVM_PROBE; i++) {
@@ -388,10 +429,161 @@ static __always_inline struct kvm_vcpu_slot *thread_vcpu(void)
 			__u32 v = KVM_THREAD_VCPU(*t);
 			struct kvm_vcpu_slot *s = bpf_map_lookup_elem(&vcpus, &v);
 
+			*idx = v;
 			return s && s->tid == tid && s->ident > KVM_VCPU_RETIRED ? s : NULL;
 		}
 	}
 	return NULL;
+}
+
+/* The slot of the vCPU the calling thread runs (hypercall, userspace exit). */
+static __always_inline struct kvm_vcpu_slot *thread_vcpu(void)
+{
+	__u32 idx;
+
+	return tid_vcpu((__u32)bpf_get_current_pid_tgid(), &idx);
+}
+
+/* ------------------------------------------------------ run-queue waits */
+
+#define VIRT_TASK_RUNNING 0
+
+static __always_inline struct kvm_cpu_wait *cpu_wait(__u32 cpu)
+{
+	return bpf_map_lookup_elem(&waitq, &cpu);
+}
+
+/* The vCPU of slot idx runs on this CPU (adopt(): its thread is current
+ * here), so the CPU's next switch is looked at. */
+static __always_inline void vcpu_runs_here(__u32 idx)
+{
+	struct kvm_cpu_wait *w = cpu_wait(bpf_get_smp_processor_id());
+
+	if (w)
+		w->cur = idx + 1;
+}
+
+/* Free entry i of w, if it still holds v. */
+static __always_inline void waiter_drop(struct kvm_cpu_wait *w, __u32 i, __u32 v)
+{
+	if (__sync_val_compare_and_swap(&w->waiter[i], v, 0) == v)
+		__sync_fetch_and_add(&w->nwait, -1);
+}
+
+/* Slot idx waits on cpu's run queue from now on; a full list counts a
+ * drop (the wait is not seen). */
+static __always_inline void wait_list(struct kvm_vcpu_slot *s, __u32 idx, __u32 cpu)
+{
+	struct kvm_cpu_wait *w = cpu_wait(cpu);
+
+	if (!w)
+		return;
+	for (__u32 i = 0; i < KVM_WAITERS; i++) {
+		if (!w->waiter[i] && !__sync_val_compare_and_swap(&w->waiter[i], 0, idx + 1)) {
+			__sync_fetch_and_add(&w->nwait, 1);
+			s->wait_cpu = cpu + 1;
+			return;
+		}
+	}
+	VIRT_DROP(drops, KVM_DROP_WAITQ);
+}
+
+/* Slot idx waits no more (or moves to another CPU's list). */
+static __always_inline void wait_unlist(struct kvm_vcpu_slot *s, __u32 idx)
+{
+	struct kvm_cpu_wait *w = s->wait_cpu ? cpu_wait(s->wait_cpu - 1) : NULL;
+
+	s->wait_cpu = 0;
+	for (__u32 i = 0; w && i < KVM_WAITERS; i++) {
+		if (w->waiter[i] == idx + 1) {
+			waiter_drop(w, i, idx + 1);
+			return;
+		}
+	}
+}
+
+/* A vhost worker: a kernel thread "vhost-<VMM pid>" before Linux 6.4, a
+ * thread of the VMM process of that name since ("vhost: use vhost_tasks
+ * for worker threads", v6.4): checked before the thread group. */
+static __always_inline bool vhost_worker(struct task_struct *t)
+{
+	return t->comm[0] == 'v' && t->comm[1] == 'h' && t->comm[2] == 'o' &&
+	       t->comm[3] == 's' && t->comm[4] == 't' && t->comm[5] == '-';
+}
+
+static __always_inline __u32 wait_class(struct task_struct *t, __u32 tgid)
+{
+	__u32 g = t->tgid;
+
+	if (vhost_worker(t))
+		return KVM_WAIT_VHOST;
+	if (g == tgid)
+		return KVM_WAIT_SAME_VM;
+	return id_marked(vmm_tgids, g) ? KVM_WAIT_OTHER_VM : KVM_WAIT_HOST;
+}
+
+/* The waiter is charged the time since its last charge, to the class of
+ * the task that had the CPU meanwhile. */
+static __always_inline void wait_charge(struct kvm_vcpu_slot *s, struct task_struct *ran, __u64 now)
+{
+	__u32 c = wait_class(ran, s->tgid);
+
+	if (now > s->wait_acct && c < KVM_WAIT_CLASSES)
+		s->vm.wait_by[c] += now - s->wait_acct;
+	s->wait_acct = now;
+}
+
+/* A context switch on a CPU where a tracked vCPU runs or waits, at rq
+ * clock now. Each waiter is charged the slice that ends now, to the class
+ * of prev, which had the CPU. next, if a waiter, ends its wait: its length
+ * is what sched_info_arrive() is about to add to the thread's run_delay
+ * (this rq clock minus sched_info.last_queued). prev, if the vCPU running
+ * here and still runnable (preempted or yielding), waits from now on:
+ * sched_info_depart() queues it at this clock. The slices of a wait tile
+ * it, so its split sums to its length. An entry whose slot does not say it
+ * waits here is stale (the slot was freed, or its switch-in missed): it
+ * goes. */
+static __always_inline int on_switch(struct kvm_cpu_wait *w, __u32 cpu,
+				     struct task_struct *prev, struct task_struct *next)
+{
+	__u64 now = task_rq_clock(prev);
+	__u32 prev_pid = prev->pid, next_pid = next->pid, cur = w->cur;
+	struct kvm_vcpu_slot *s;
+
+	if (!now)
+		return 0;
+	w->cur = 0;
+	for (__u32 i = 0; i < KVM_WAITERS; i++) {
+		__u32 v = w->waiter[i], idx = v - 1;
+
+		if (!v || !(s = bpf_map_lookup_elem(&vcpus, &idx)))
+			continue;
+		if (s->wait_cpu != cpu + 1 || s->tid == prev_pid) {
+			waiter_drop(w, i, v);
+			continue;
+		}
+		wait_charge(s, prev, now);
+		if (s->tid == next_pid) {
+			__u64 queued = task_last_queued(next);
+			__u32 b = virt_log2_bucket(queued && now > queued ? now - queued : 0);
+
+			s->wait_cpu = 0;
+			waiter_drop(w, i, v);
+			if (b < VIRT_HIST_BUCKETS)
+				s->vm.wait_hist[b]++;
+			w->cur = v;
+		}
+	}
+	if (cur) {
+		__u32 idx = cur - 1;
+
+		s = bpf_map_lookup_elem(&vcpus, &idx);
+		if (s && s->tid == prev_pid && !s->wait_cpu && task_state(prev) == VIRT_TASK_RUNNING) {
+			s->wait_acct = now;
+			wait_list(s, idx, cpu);
+		}
+	}
+	return 0;
 }
 
 /* A new slot, or its vCPU ran on another thread since (owner changed): take
@@ -416,8 +608,12 @@ static __always_inline struct kvm_vcpu_slot *adopt(struct kvm_vcpu_slot *s, __u3
 	}
 	s->tid = (__u32)id;
 	s->tgid = tgid;
-	if (index_thread((__u32)id, idx))
+	if (index_thread((__u32)id, idx)) {
 		s->owner = owner;
+		id_mark(vmm_tgids, tgid, true);
+		if (sched)
+			vcpu_runs_here(idx);
+	}
 	return s;
 }
 
@@ -557,10 +753,38 @@ static __always_inline int on_entry(__u64 ident)
 	return 0;
 }
 
+/* The end of a halt inside KVM (kvm_vcpu_halt() traces kvm_vcpu_wakeup):
+ * ns halted, polling included; waited: the vCPU slept, polling did not
+ * end the halt. The tracepoint does not carry the time spent polling:
+ * that is KVM's own count (the vCPU's halt_poll_*_ns stats), read where
+ * the slot's identity is the struct kvm_vcpu (tp_btf, raw_tp). */
+static __always_inline int on_halt(__u64 ns, bool waited, bool vcpu_ident)
+{
+	struct kvm_vcpu_slot *s = thread_vcpu();
+	__u32 b = virt_log2_bucket(ns);
+
+	if (!s)
+		return 0;
+	if (b < VIRT_HIST_BUCKETS)
+		s->vm.halt_hist[b]++;
+	s->vm.halt_ns += ns;
+	if (!waited)
+		s->vm.halt_polled++;
+	if (vcpu_ident) {
+		__u64 poll = vcpu_halt_poll_ns((struct kvm_vcpu *)s->ident) + 1;
+
+		if (s->poll_seen && poll > s->poll_seen)
+			s->vm.halt_poll_ns += poll - s->poll_seen;
+		s->poll_seen = poll;
+	}
+	return 0;
+}
+
 /* Free the thread's index entry that points at slot idx. */
 static __always_inline void unindex_thread(__u32 tid, __u32 idx)
 {
-	swap_thread(tid, false, KVM_THREAD(tid, idx), 0);
+	if (swap_thread(tid, false, KVM_THREAD(tid, idx), 0))
+		id_mark(vcpu_tids, tid, false);
 }
 
 /* A vCPU is destroyed (kvm_arch_vcpu_destroy(), from kvm_destroy_vcpus()
@@ -571,10 +795,12 @@ static __always_inline void unindex_thread(__u32 tid, __u32 idx)
  * finds the rest zeroed. */
 static __always_inline void fold_stats(struct kvm_vm_stats *g, const struct kvm_vcpu_slot *s)
 {
-	__sync_fetch_and_add(&g->exits, s->vm.exits);
-	__sync_fetch_and_add(&g->exit_ns, s->vm.exit_ns);
-	__sync_fetch_and_add(&g->uexits, s->vm.uexits);
-	__sync_fetch_and_add(&g->uexit_ns, s->vm.uexit_ns);
+	__u64 *to = (__u64 *)g;
+	const __u64 *from = (const __u64 *)&s->vm;
+
+	for (__u32 w = 0; w < sizeof(*g) / sizeof(__u64); w++)
+		if (from[w])
+			__sync_fetch_and_add(&to[w], from[w]);
 }
 
 static __always_inline int on_vcpu_destroy(__u64 ident)
@@ -596,6 +822,7 @@ static __always_inline int on_vcpu_destroy(__u64 ident)
 		fold_stats(g, s);
 	if (s->tid)
 		unindex_thread(s->tid, idx);
+	wait_unlist(s, idx);
 	__builtin_memset((char *)s + sizeof(s->ident), 0, sizeof(*s) - sizeof(s->ident));
 	asm volatile("" ::: "memory");
 	s->ident = 0;
@@ -670,6 +897,66 @@ int BPF_PROG(virt_kvm_tp_btf_userspace_exit, __u32 reason)
 	return on_userspace_exit(reason);
 }
 
+SEC("tp_btf/kvm_vcpu_wakeup")
+int BPF_PROG(virt_kvm_tp_btf_halt, __u64 ns, bool waited)
+{
+	return on_halt(ns, waited, true);
+}
+
+/* The scheduler's hooks (sched): they fire on every context switch,
+ * wake-up and migration of the host. A task that is no vCPU costs one
+ * check each: a switch, the CPU's waitq word (no tracked vCPU runs or
+ * waits there); a wake-up or migration, the task's bit in vcpu_tids. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(virt_kvm_tp_btf_sched_switch, bool preempt, struct task_struct *prev,
+	     struct task_struct *next)
+{
+	__u32 cpu = task_cpu(prev);
+	struct kvm_cpu_wait *w = cpu_wait(cpu);
+
+	if (!w || !w->any)
+		return 0;
+	return on_switch(w, cpu, prev, next);
+}
+
+/* A vCPU thread is queued after sleeping (ttwu_do_activate()): it waits
+ * from sched_info.last_queued on the CPU it was queued on. Not if it never
+ * left the CPU or a run queue (ttwu_runnable()): it runs, or waits already. */
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(virt_kvm_tp_btf_sched_wakeup, struct task_struct *p)
+{
+	struct kvm_vcpu_slot *s;
+	__u32 pid = p->pid, idx;
+	__u64 queued;
+
+	if (!id_marked(vcpu_tids, pid))
+		return 0;
+	s = tid_vcpu(pid, &idx);
+	if (!s || s->wait_cpu || p->on_cpu || !(queued = task_last_queued(p)))
+		return 0;
+	s->wait_acct = queued;
+	wait_list(s, idx, task_cpu(p));
+	return 0;
+}
+
+/* A waiting vCPU moved to another CPU's run queue (load balancing): its
+ * wait goes on there, charged to what runs there. */
+SEC("tp_btf/sched_migrate_task")
+int BPF_PROG(virt_kvm_tp_btf_sched_migrate, struct task_struct *p, int dest_cpu)
+{
+	struct kvm_vcpu_slot *s;
+	__u32 pid = p->pid, idx;
+
+	if (!id_marked(vcpu_tids, pid))
+		return 0;
+	s = tid_vcpu(pid, &idx);
+	if (!s || !s->wait_cpu)
+		return 0;
+	wait_unlist(s, idx);
+	wait_list(s, idx, (__u32)dest_cpu);
+	return 0;
+}
+
 /* raw_tp: same arguments, untyped; the thread is checked by its id. */
 SEC("raw_tp/kvm_exit")
 int BPF_PROG(virt_kvm_raw_tp_exit, void *vcpu, __u32 isa)
@@ -693,6 +980,12 @@ SEC("raw_tp/kvm_userspace_exit")
 int BPF_PROG(virt_kvm_raw_tp_userspace_exit, __u32 reason)
 {
 	return on_userspace_exit(reason);
+}
+
+SEC("raw_tp/kvm_vcpu_wakeup")
+int BPF_PROG(virt_kvm_raw_tp_halt, __u64 ns, bool waited)
+{
+	return on_halt(ns, waited, true);
 }
 
 /* Classic tracepoints: the record the kernel formatted, without the vCPU
@@ -721,4 +1014,10 @@ SEC("tracepoint/kvm/kvm_userspace_exit")
 int virt_kvm_tracepoint_userspace_exit(struct trace_event_raw_kvm_userspace_exit___virt *ctx)
 {
 	return on_userspace_exit(ctx->reason);
+}
+
+SEC("tracepoint/kvm/kvm_vcpu_wakeup")
+int virt_kvm_tracepoint_halt(struct trace_event_raw_kvm_vcpu_wakeup___virt *ctx)
+{
+	return on_halt(ctx->ns, ctx->waited, false);
 }

@@ -30,11 +30,32 @@ struct kvm_stats {
 	__u64 hist[VIRT_HIST_BUCKETS];
 };
 
+/* What held a CPU while a vCPU waited on its run queue (kvm.bpf.c
+ * wait_class()): a thread of the vCPU's own VMM process, of another VMM
+ * process (a vCPU or any thread of it), a vhost worker, anything else. */
+enum kvm_wait_class {
+	KVM_WAIT_SAME_VM,
+	KVM_WAIT_OTHER_VM,
+	KVM_WAIT_VHOST,
+	KVM_WAIT_HOST,
+	KVM_WAIT_CLASSES
+};
+
+/* Per vCPU slot, summed per VM and per vCPU by the agent; all u64 words,
+ * folded word by word (on_vcpu_destroy, pmda/kvm.c). The wait words count
+ * in the run queue's clock (rq->clock), as the kernel's sched_info does;
+ * a wait's count is its histogram bucket, a halt's likewise. */
 struct kvm_vm_stats {
 	__u64 exits;
 	__u64 exit_ns;
 	__u64 uexits;
 	__u64 uexit_ns;
+	__u64 wait_by[KVM_WAIT_CLASSES];	/* run-queue wait, by what held the CPU */
+	__u64 halt_polled;	/* halts that halt-polling ended (kvm_vcpu_wakeup !waited) */
+	__u64 halt_ns;		/* time halted, polling included */
+	__u64 halt_poll_ns;	/* KVM's own halt_poll_success_ns + halt_poll_fail_ns, since seen */
+	__u64 wait_hist[VIRT_HIST_BUCKETS];
+	__u64 halt_hist[VIRT_HIST_BUCKETS];
 };
 
 /* One slot per vCPU in the "vcpus" array, at the first of KVM_PROBE
@@ -70,7 +91,9 @@ struct kvm_vcpu_slot {
 	__u32 isa;		/* KVM_ISA_*, written once at claim */
 	__u32 ureason;
 	__u32 vcpu_id;		/* KVM's vcpu_id, written once at claim */
-	__u32 pad;
+	__u32 wait_cpu;		/* the CPU whose run queue the vCPU waits on, + 1 (0: none) */
+	__u64 wait_acct;	/* rq clock up to which its current wait is charged */
+	__u64 poll_seen;	/* KVM's halt-poll ns at the last halt, + 1 (0: none yet) */
 	struct kvm_vm_stats vm;	/* this vCPU's counts: per VM and per vCPU */
 };
 
@@ -86,6 +109,27 @@ struct kvm_vcpu_slot {
 #define KVM_THREAD_TID(t)	((__u32)(t))
 #define KVM_THREAD_VCPU(t)	((__u32)((t) >> 32))
 
+/* The "waitq" array, one entry per CPU: the tracked vCPU running there and
+ * the vCPUs waiting on its run queue (slot index + 1; 0: none). A context
+ * switch on a CPU whose word any is 0 is not looked at further. */
+#define KVM_WAITERS		4
+struct kvm_cpu_wait {
+	union {
+		struct {
+			__u32 nwait;	/* waiter[] entries in use */
+			__u32 cur;	/* the vCPU running here */
+		};
+		__u64 any;
+	};
+	__u32 waiter[KVM_WAITERS];
+};
+
+/* vCPU threads, a bit per thread id (tid < KVM_TID_MAX, the kernel's
+ * PID_MAX_LIMIT on 64-bit): the wake-up and migration hooks' one check. */
+#define KVM_TID_MAX		(1u << 22)
+#define KVM_TID_BIT(tid)	(1ull << ((tid) & 63))
+#define KVM_TID_WORD(tid)	(((tid) & (KVM_TID_MAX - 1)) >> 6)
+
 enum kvm_drop {
 	KVM_DROP_VCPU,		/* an event of a vCPU without a slot (or thread entry) */
 	KVM_DROP_OTHER,		/* exits_other full */
@@ -93,6 +137,7 @@ enum kvm_drop {
 	KVM_DROP_VM,		/* more VMM processes than max_vms (vms_gone full) */
 	KVM_DROP_UEXIT,		/* KVM_EXIT_* code >= KVM_UEXIT_REASONS */
 	KVM_DROP_VCPU_GONE,	/* a destroyed vCPU's per-vCPU counts (vcpus_gone full) */
+	KVM_DROP_WAITQ,		/* a wait on a CPU with KVM_WAITERS waiting: split by its last holder only */
 	KVM_DROPS
 };
 

@@ -16,6 +16,7 @@
 
 #include <bpf/bpf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/kvm.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +25,9 @@
 #include <sys/stat.h>
 #include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
-enum kvm_opt { OPT_LATENCY, OPT_MAX_VCPUS, OPT_MAX_VMS, OPT_MAX_HCALLS, NOPTS };
+enum kvm_opt { OPT_LATENCY, OPT_MAX_VCPUS, OPT_MAX_VMS, OPT_MAX_HCALLS, OPT_SCHED, NOPTS };
 
 static const struct virt_option kvm_options[NOPTS] = {
 	[OPT_LATENCY] = { "latency", VIRT_OPT_BOOL, 0, 0, "true",
@@ -36,12 +38,36 @@ static const struct virt_option kvm_options[NOPTS] = {
 		"VMM processes with per-VM rows; threads of more are counted as dropped" },
 	[OPT_MAX_HCALLS] = { "max_hypercalls", VIRT_OPT_UINT, 1, 65536, "256",
 		"distinct hypercall numbers; more are counted as dropped" },
+	[OPT_SCHED] = { "sched", VIRT_OPT_BOOL, 0, 0, "true",
+		"scheduler hooks (method tp_btf): the run-queue wait histogram of each VM and its split by what held the CPU; false = run delay counters only (read from schedstat, no per-switch cost)" },
 };
 
-/* Row words: VM rows use all four; reason rows count and time. */
+/* Row words: VM rows use all four; reason rows count and time. A VM's
+ * and a vCPU's sums are struct kvm_vm_stats as words: the rows take the
+ * first four, the rest is answered from the sums (W_*). */
 enum { W_COUNT, W_TIME, W_UEXITS, W_UTIME };
 #define STATS_WORDS (sizeof(struct kvm_stats) / sizeof(__u64))
 #define VM_WORDS (sizeof(struct kvm_vm_stats) / sizeof(__u64))
+#define VM_WORD(field) (offsetof(struct kvm_vm_stats, field) / sizeof(__u64))
+#define W_WAIT_BY VM_WORD(wait_by)
+#define W_HALT_POLLED VM_WORD(halt_polled)
+#define W_HALT_NS VM_WORD(halt_ns)
+#define W_HALT_POLL_NS VM_WORD(halt_poll_ns)
+#define W_WAIT_HIST VM_WORD(wait_hist)
+#define W_HALT_HIST VM_WORD(halt_hist)
+
+static const char *const wait_class_names[KVM_WAIT_CLASSES] = {
+	[KVM_WAIT_SAME_VM] = "same_vm", [KVM_WAIT_OTHER_VM] = "other_vm",
+	[KVM_WAIT_VHOST] = "vhost", [KVM_WAIT_HOST] = "host",
+};
+
+/* What a VM's row answers beyond its sums: its run delay (schedstat) and
+ * the counts its histograms hold. */
+struct vm_derived {
+	uint64_t rd_gone;		/* run delay of vCPU threads it no longer has */
+	uint64_t run_delay;
+	uint64_t waits, halts, halt_slept;
+};
 
 /* A VM's row (st->vms), named by its VMM process's VM identity (vmid.h):
  * its counts of vCPU slots that are gone, and this refresh's total. A row
@@ -52,18 +78,27 @@ struct vm_entry {
 	uint64_t start;			/* the process's start time (pid reuse) */
 	bool named;			/* the VM has a name, not "<pid>" */
 	bool retired;			/* its VMM exited */
+	bool sched;			/* the scheduler hooks count its waits */
+	bool poll;			/* its halts' poll time is counted */
 	uint64_t gone[VM_WORDS];
 	uint64_t sum[VM_WORDS];
+	struct vm_derived d;
+	/* "<vm>/<class>": sum[W_WAIT_BY + class] in v[0]; the halt histogram
+	 * (histogram instances only) */
+	struct virt_row by[KVM_WAIT_CLASSES];
+	struct virt_row halt;
 };
 
 
 /* What the agent last took from a slot of the vcpus array: its share of
- * its VM's counters. */
+ * its VM's counters, and the run delay of its thread (schedstat). */
 struct vcpu_rec {
 	uint32_t tgid;			/* 0: nothing taken */
 	uint32_t id;			/* the vCPU's KVM vcpu_id */
+	uint32_t tid;			/* the thread rd was read from */
 	bool dropped;			/* counted once in vm_drops (max_vms) */
 	uint64_t last[VM_WORDS];
+	uint64_t rd;			/* its thread's run_delay, ns */
 };
 
 /* A vCPU's row (st->vcpu_rows), "<vm>/vcpu<N>", N KVM's vcpu_id: summed
@@ -79,6 +114,7 @@ struct vcpu_entry {
 	bool seen;			/* counted in this refresh */
 	uint64_t gone[VM_WORDS];
 	uint64_t sum[VM_WORDS];
+	uint64_t rd_gone, run_delay;	/* run delay of threads it had, of all */
 };
 
 struct kvm_state {
@@ -106,6 +142,8 @@ struct kvm_state {
 	uint32_t *gone_tgid;
 	struct kvm_vm_stats *gone;
 	uint64_t vm_drops;
+	bool sched_on;			/* scheduler hooks loaded (tp_btf, sched) */
+	bool poll_on;			/* halts carry KVM's poll time (not tracepoint) */
 	struct virt_bulk bulk;		/* bulk-read buffers, sized for the largest map */
 };
 
@@ -195,16 +233,28 @@ static int configure(struct virt_family *fam, struct virt_skel *obj, const char 
 		     char *why, size_t len)
 {
 	struct kvm_bpf *skel = (struct kvm_bpf *)obj;
+	struct kvm_state *st = fam->priv;
 	bool latency = fam->opts[OPT_LATENCY].b;
 	struct bpf_program *prog;
 	char entry[64];
 	__u32 bits = 1;
+	int ncpus;
 
 	(void)why, (void)len;
 	while ((1ULL << bits) < 2 * fam->opts[OPT_MAX_VCPUS].u)
 		bits++;
 	skel->rodata->latency = latency;
 	skel->rodata->slot_bits = bits;
+	skel->rodata->sched = fam->opts[OPT_SCHED].b && strcmp(method, "tp_btf") == 0;
+	if (!skel->rodata->sched) {
+		bpf_program__set_autoload(skel->progs.virt_kvm_tp_btf_sched_switch, false);
+		bpf_program__set_autoload(skel->progs.virt_kvm_tp_btf_sched_wakeup, false);
+		bpf_program__set_autoload(skel->progs.virt_kvm_tp_btf_sched_migrate, false);
+	}
+	st->sched_on = skel->rodata->sched;
+	st->poll_on = strcmp(method, "tracepoint") != 0;
+	if ((ncpus = libbpf_num_possible_cpus()) > 0)
+		bpf_map__set_max_entries(skel->maps.waitq, (__u32)ncpus);
 	bpf_map__set_max_entries(skel->maps.vcpus, 1U << bits);
 	bpf_map__set_max_entries(skel->maps.threads, 1U << bits);
 	bpf_map__set_max_entries(skel->maps.hcalls, (__u32)fam->opts[OPT_MAX_HCALLS].u);
@@ -529,6 +579,22 @@ static int vcpus_gone_now(struct kvm_state *st)
 	return st->nvgone;
 }
 
+/* The run delay read from a thread the rec no longer follows stays with
+ * its VM and vCPU (the kernel folds exit counts of destroyed vCPUs, not
+ * this). */
+static void rec_forget_thread(struct kvm_state *st, struct vcpu_rec *r)
+{
+	struct vm_entry *vm = r->rd ? vm_of(st, r->tgid) : NULL;
+	struct vcpu_entry *c = vm ? vcpu_row(st, vm, r->id) : NULL;
+
+	if (vm)
+		vm->d.rd_gone += r->rd;
+	if (c)
+		c->rd_gone += r->rd;
+	r->rd = 0;
+	r->tid = 0;
+}
+
 /* A slot's counts stay with its VM when the slot goes. */
 static void rec_fold(struct kvm_state *st, struct vcpu_rec *r)
 {
@@ -539,6 +605,7 @@ static void rec_fold(struct kvm_state *st, struct vcpu_rec *r)
 		add_words(vm->gone, r->last);
 	if (c)
 		add_words(c->gone, r->last);
+	rec_forget_thread(st, r);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -552,10 +619,7 @@ static int read_gone(struct kvm_state *st, uint32_t max_vms)
 
 static void add_vm_stats(uint64_t *sum, const struct kvm_vm_stats *v)
 {
-	sum[W_COUNT] += v->exits;
-	sum[W_TIME] += v->exit_ns;
-	sum[W_UEXITS] += v->uexits;
-	sum[W_UTIME] += v->uexit_ns;
+	add_words(sum, (const uint64_t *)v);
 }
 
 /* The arrays go (detach): keep the VM rows, their counts in gone. */
@@ -582,16 +646,53 @@ static void vcpus_forget(struct kvm_state *st, uint32_t max_vms)
 			rec_fold(st, &st->recs[i]);
 }
 
-static void rec_take(struct vcpu_rec *r, const volatile struct kvm_vcpu_slot *v)
+/* The thread's run_delay in ns: /proc/<tgid>/task/<tid>/schedstat, second
+ * field (sched_info.run_delay: fs/proc/base.c proc_pid_schedstat()). */
+static bool thread_run_delay(uint32_t tgid, uint32_t tid, uint64_t *ns)
 {
-	if (r->tgid != v->tgid)
+	unsigned long long run, delay;
+	char path[64], buf[96];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/schedstat", tgid, tid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	if (sscanf(buf, "%llu %llu", &run, &delay) != 2)
+		return false;
+	*ns = delay;
+	return true;
+}
+
+static void rec_take(struct kvm_state *st, struct vcpu_rec *r,
+		     const volatile struct kvm_vcpu_slot *v)
+{
+	const volatile uint64_t *w = (const volatile uint64_t *)&v->vm;
+	uint32_t tid = v->tid;
+
+	if (r->tgid != v->tgid) {
+		rec_forget_thread(st, r);
 		memset(r, 0, sizeof(*r));
+	}
 	r->tgid = v->tgid;
 	r->id = v->vcpu_id;
-	r->last[W_COUNT] = v->vm.exits;
-	r->last[W_TIME] = v->vm.exit_ns;
-	r->last[W_UEXITS] = v->vm.uexits;
-	r->last[W_UTIME] = v->vm.uexit_ns;
+	for (size_t i = 0; i < VM_WORDS; i++)
+		r->last[i] = w[i];
+	if (r->tid != tid)
+		rec_forget_thread(st, r);
+	r->tid = tid;
+	thread_run_delay(r->tgid, tid, &r->rd);	/* a thread gone keeps its last */
+}
+
+/* Clear id's bit of a BPF-side id set (kvm.h). */
+static void id_unmark(__u64 *bits, uint32_t id)
+{
+	__atomic_fetch_and(&bits[KVM_TID_WORD(id)], ~KVM_TID_BIT(id), __ATOMIC_RELAXED);
 }
 
 /* A slot retired by the BPF side, or of a VMM that exited: its last counts
@@ -602,17 +703,42 @@ static void vcpu_free(struct kvm_state *st, size_t i)
 {
 	struct kvm_vcpu_slot *v = &st->vcpus[i];
 
-	rec_take(&st->recs[i], v);
+	rec_take(st, &st->recs[i], v);
 	rec_fold(st, &st->recs[i]);
 	for (size_t t = 0; t < st->nvcpus; t++) {
 		uint64_t cur = __atomic_load_n(&st->threads[t], __ATOMIC_RELAXED);
 
-		if (cur && KVM_THREAD_VCPU(cur) == i)
-			__atomic_compare_exchange_n(&st->threads[t], &cur, 0, false,
-						    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+		if (cur && KVM_THREAD_VCPU(cur) == i &&
+		    __atomic_compare_exchange_n(&st->threads[t], &cur, 0, false,
+						__ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+			id_unmark(st->skel->bss->vcpu_tids, KVM_THREAD_TID(cur));
 	}
 	memset((char *)v + sizeof(v->ident), 0, sizeof(*v) - sizeof(v->ident));
 	__atomic_store_n(&v->ident, 0, __ATOMIC_RELEASE);
+}
+
+/* A new VM's rows beside its main one (which holds its wait histogram):
+ * "<vm>/<class>" of its wait by what held the CPU, its halt histogram. */
+static void vm_rows_init(struct vm_entry *vm)
+{
+	char name[VIRT_NAME_MAX];
+
+	for (unsigned int c = 0; c < KVM_WAIT_CLASSES; c++) {
+		snprintf(name, sizeof(name), "%.*s/%s", VMID_NAME_MAX, vm->k.row.name,
+			 wait_class_names[c]);
+		virt_row_init(&vm->by[c], virt_indom(VIRT_I_KVM_VM_WAIT_BY), PM_INDOM_NULL, name);
+	}
+	virt_row_init(&vm->halt, PM_INDOM_NULL, virt_indom(VIRT_I_KVM_VM_HALT_HIST),
+		      vm->k.row.name);
+}
+
+/* Its rows beside the main one leave the instance domains (retire) or go
+ * for good (release). */
+static void vm_rows_retire(struct vm_entry *vm, void (*how)(struct virt_row *))
+{
+	for (unsigned int c = 0; c < KVM_WAIT_CLASSES; c++)
+		how(&vm->by[c]);
+	how(&vm->halt);
 }
 
 /* The retired row of a VM restarted under its name (rows of exited VMMs
@@ -644,8 +770,11 @@ static struct vm_entry *vm_row(struct kvm_state *st, uint32_t tgid, bool *droppe
 		vm->retired = false;
 		virt_table_rekey(&st->vms, vm, tgid);
 		memcpy(vm->sum, vm->gone, sizeof(vm->sum));
-	} else if (!(vm = virt_table_add(&st->vms, tgid, virt_indom(VIRT_I_KVM_VM), PM_INDOM_NULL,
-					 id->name))) {
+		vm->d.run_delay = vm->d.rd_gone;
+	} else if ((vm = virt_table_add(&st->vms, tgid, virt_indom(VIRT_I_KVM_VM),
+					virt_indom(VIRT_I_KVM_VM_WAIT_HIST), id->name))) {
+		vm_rows_init(vm);
+	} else {
 		return NULL;
 	}
 	vm->start = id->start;
@@ -676,9 +805,11 @@ static void retire_exited(struct kvm_state *st)
 			i++;
 		} else if (!vm->named || st->nretired >= VIRT_KEEP_EXITED) {
 			vcpu_rows_remove(st, vm);
+			vm_rows_retire(vm, virt_row_release);
 			virt_table_remove(&st->vms, vm);	/* the last entry takes its place */
 		} else {
 			virt_row_retire(&vm->k.row);
+			vm_rows_retire(vm, virt_row_retire);
 			vm->retired = true;
 			st->nretired++;
 			virt_table_rekey(&st->vms, vm, virt_name_key(vm->k.row.name));
@@ -698,6 +829,20 @@ static void free_exited_slots(struct kvm_state *st)
 
 		if (ident == KVM_VCPU_RETIRED || (ident && tgid && !vmm_alive(st, tgid)))
 			vcpu_free(st, i);
+	}
+}
+
+/* Slots the kernel freed (a vCPU destroyed): it folded their counts, not
+ * their threads' run delay; before exited VMs' rows retire. */
+static void forget_free_slots(struct kvm_state *st)
+{
+	for (size_t i = 0; i < st->nvcpus; i++) {
+		const volatile struct kvm_vcpu_slot *v = &st->vcpus[i];
+
+		if (v->ident <= KVM_VCPU_RETIRED || !v->tgid) {
+			rec_forget_thread(st, &st->recs[i]);
+			st->recs[i].tgid = 0;
+		}
 	}
 }
 
@@ -749,6 +894,7 @@ static void sum_vcpus(struct kvm_state *st, int nvgone)
 		struct vcpu_entry *c = (struct vcpu_entry *)st->vcpu_rows.v[i];
 
 		memcpy(c->sum, c->gone, sizeof(c->sum));
+		c->run_delay = c->rd_gone;
 		c->seen = false;
 	}
 	for (size_t i = 0; i < st->nvcpus; i++) {
@@ -760,6 +906,7 @@ static void sum_vcpus(struct kvm_state *st, int nvgone)
 		    !(c = vcpu_row(st, vm, r->id)))
 			continue;
 		add_words(c->sum, r->last);
+		c->run_delay += r->rd;
 		c->seen = true;
 	}
 	for (int i = 0; i < nvgone; i++) {
@@ -789,28 +936,35 @@ static void sum_vms(struct kvm_state *st, struct virt_family *fam)
 
 		vm->k.row.live = vm_alive(vm);
 		st->nlive += vm->k.row.live;
+		if (!vm->k.row.live && !vm->retired)	/* its threads are other VMs' no more */
+			id_unmark(st->skel->bss->vmm_tgids, (uint32_t)vm->k.key);
 	}
 	free_exited_slots(st);
+	forget_free_slots(st);
 	n = read_gone(st, max_vms);
 	fold_exited_gone(st, n);
 	nv = fold_exited_vcpus_gone(st, vcpus_gone_now(st));
 	retire_exited(st);
-	for (size_t i = 0; i < st->vms.n; i++)
-		memcpy(vm_at(st, i)->sum, vm_at(st, i)->gone, sizeof(vm_at(st, i)->sum));
+	for (size_t i = 0; i < st->vms.n; i++) {
+		struct vm_entry *vm = vm_at(st, i);
+
+		memcpy(vm->sum, vm->gone, sizeof(vm->sum));
+		vm->d.run_delay = vm->d.rd_gone;
+	}
 	for (size_t i = 0; i < st->nvcpus; i++) {
 		const volatile struct kvm_vcpu_slot *v = &st->vcpus[i];
 		uint64_t ident = v->ident;
 		uint32_t tgid = v->tgid;
 		struct vm_entry *vm;
 
-		if (ident <= KVM_VCPU_RETIRED || !tgid) {
-			st->recs[i].tgid = 0;	/* a free slot: nothing of it counts */
+		if (ident <= KVM_VCPU_RETIRED || !tgid)
 			continue;
-		}
-		rec_take(&st->recs[i], v);
+		rec_take(st, &st->recs[i], v);
 		vm = vm_row(st, tgid, &st->recs[i].dropped, max_vms);
-		for (size_t w = 0; vm && w < VM_WORDS; w++)
-			vm->sum[w] += st->recs[i].last[w];
+		if (!vm)
+			continue;
+		add_words(vm->sum, st->recs[i].last);
+		vm->d.run_delay += st->recs[i].rd;
 	}
 	for (int i = 0; i < n; i++) {
 		bool dropped = true;	/* counted when its slots were live */
@@ -820,6 +974,35 @@ static void sum_vms(struct kvm_state *st, struct virt_family *fam)
 			add_vm_stats(vm->sum, &st->gone[i]);
 	}
 	sum_vcpus(st, nv);
+}
+
+static uint64_t hist_mass(const uint64_t *h)
+{
+	uint64_t n = 0;
+
+	for (unsigned int b = 0; b < VIRT_HIST_BUCKETS; b++)
+		n += h[b];
+	return n;
+}
+
+/* A live VM's counts of waits and halts, its rows beside the main one.
+ * Without the scheduler hooks its split has no instances (not zeros). */
+static void vm_rows_set(const struct kvm_state *st, struct vm_entry *vm)
+{
+	vm->sched = st->sched_on;
+	vm->poll = st->poll_on;
+	vm->d.waits = hist_mass(&vm->sum[W_WAIT_HIST]);
+	vm->d.halts = hist_mass(&vm->sum[W_HALT_HIST]);
+	vm->d.halt_slept = vm->d.halts - vm->sum[W_HALT_POLLED];
+	for (unsigned int c = 0; c < KVM_WAIT_CLASSES; c++) {
+		virt_row_set(&vm->by[c], &vm->sum[W_WAIT_BY + c], 1, NULL);
+		if (vm->sched)
+			virt_row_expose(&vm->by[c], true);
+		else
+			virt_row_retire(&vm->by[c]);
+	}
+	virt_row_set(&vm->halt, NULL, 0, &vm->sum[W_HALT_HIST]);
+	virt_row_expose(&vm->halt, false);
 }
 
 /* Per-VM rows: the sums, taken again while the kernel folded a slot
@@ -846,8 +1029,9 @@ static void read_vms(struct kvm_state *st, struct virt_family *fam)
 
 		if (!vm->k.row.live)
 			continue;
-		virt_row_set(&vm->k.row, vm->sum, VM_WORDS, NULL);
+		virt_row_set(&vm->k.row, vm->sum, VM_WORDS, &vm->sum[W_WAIT_HIST]);
 		virt_row_expose(&vm->k.row, true);
+		vm_rows_set(st, vm);
 	}
 	for (size_t i = 0; i < st->vcpu_rows.n; i++) {
 		struct vcpu_entry *c = (struct vcpu_entry *)st->vcpu_rows.v[i];
@@ -886,6 +1070,10 @@ static int kvm_refresh(struct virt_family *fam)
 	[VIRT_M_KVM_##id] = VIRT_ANSWER_WORD(indom, struct virt_keyed, row, row.v[w])
 #define PCTS(id, indom) \
 	VIRT_ANSWER_PERCENTILES(VIRT_M_KVM_##id##_LAT, indom, struct virt_keyed, row, row)
+/* a field of a VM's or vCPU's entry; a VM's, while its bool flag is true */
+#define VM(id, indom, T, field) [VIRT_M_KVM_##id] = VIRT_ANSWER_WORD(indom, T, k.row, field)
+#define VM_WHEN(id, field, flag) \
+	[VIRT_M_KVM_VM_##id] = VIRT_ANSWER_WORD_WHEN(KVM_VM, struct vm_entry, k.row, field, flag)
 
 static const struct virt_answer kvm_answers[VIRT_NMETRICS] = {
 	WORD(EXIT_COUNT, KVM_REASON, W_COUNT),
@@ -908,6 +1096,19 @@ static const struct virt_answer kvm_answers[VIRT_NMETRICS] = {
 	PCTS(EXIT, KVM_REASON),
 	PCTS(HCALL, KVM_HCALL),
 	PCTS(UEXIT, KVM_UEXIT),
+	VM(VCPU_RUN_DELAY, KVM_VCPU, struct vcpu_entry, run_delay),
+	VM(VM_RUN_DELAY, KVM_VM, struct vm_entry, d.run_delay),
+	VM_WHEN(RUN_DELAY_WAITS, d.waits, sched),
+	[VIRT_M_KVM_VM_RUN_DELAY_HIST] = VIRT_ANSWER_BUCKET(KVM_VM_WAIT_HIST),
+	VIRT_ANSWER_PERCENTILES(VIRT_M_KVM_VM_RUN_DELAY, KVM_VM, struct vm_entry, k.row, k.row),
+	WORD(VM_RUN_DELAY_BY, KVM_VM_WAIT_BY, 0),
+	VM(VM_HALTS, KVM_VM, struct vm_entry, d.halts),
+	VM(VM_HALT_POLLED, KVM_VM, struct vm_entry, sum[W_HALT_POLLED]),
+	VM(VM_HALT_SLEPT, KVM_VM, struct vm_entry, d.halt_slept),
+	VM(VM_HALT_TIME, KVM_VM, struct vm_entry, sum[W_HALT_NS]),
+	VM_WHEN(HALT_POLL_TIME, sum[W_HALT_POLL_NS], poll),
+	[VIRT_M_KVM_VM_HALT_HIST] = VIRT_ANSWER_BUCKET(KVM_VM_HALT_HIST),
+	VIRT_ANSWER_PERCENTILES(VIRT_M_KVM_VM_HALT, KVM_VM, struct vm_entry, k.row, halt),
 };
 
 /* Only the instance-name metrics are left, and the agent answers those

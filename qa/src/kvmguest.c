@@ -6,7 +6,7 @@
  * (glibc >= 2.34: pthreads are in libc, no -pthread needed.)
  *
  * Usage:  kvmguest [-o N] [-c N] [-h N] [-n NR | -N] [-d USEC] [-v N] [-r R]
- *                  [-p PORT] [-V amd|intel] [-q] [-w SECS] [-- ARGS]
+ *                  [-p PORT] [-V amd|intel] [-q] [-P SECS] [-w SECS] [-- ARGS]
  *   -o N      N `out PORT, al` instructions per vCPU (default 0)
  *   -c N      N `cpuid` instructions per vCPU (default 0)
  *   -h N      N hypercalls per vCPU (default 0)
@@ -22,6 +22,11 @@
  *   -V V      hypercall instruction: amd = vmmcall, intel = vmcall (default:
  *             from the host CPU vendor, read with cpuid in this process)
  *   -q        quiet: no summary on stdout (exit status still tells)
+ *   -P SECS   after each vCPU's first KVM_EXIT_IO print "paused 1 <tid>"
+ *             (the vCPU's thread id), at its final hlt "paused 2 <tid>",
+ *             and sleep SECS seconds, or until SIGUSR1, each time: points
+ *             where the vCPU exists and its thread is quiet, for reading
+ *             its counters
  *   -w SECS   after the summary, linger SECS seconds before exiting (the
  *             process stays alive, so per-VMM-process metrics can be read)
  *   -- ARGS   ignored: run as `bash -c 'exec -a qemu-system-x86_64 kvmguest
@@ -102,6 +107,7 @@
 #include <inttypes.h>
 #include <linux/kvm.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -120,7 +126,7 @@ static unsigned long n_out, n_cpuid, n_hc, hc_nr = 42, delay_us;
 static int hc_spread;			/* -N: hypercall number = loop counter */
 static unsigned long n_vcpus = 1, repeats = 1, port = 0x10;
 static int quiet, intel;
-static unsigned long linger;
+static unsigned long linger, pause_s;
 
 static int kvm_fd = -1;
 static size_t run_size;
@@ -295,6 +301,21 @@ static void spin_us(struct vcpu *v)
 	v->delay_ns += t - t0;
 }
 
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+/* -P: the n-th quiet point of this vCPU's thread */
+static void pause_here(int n)
+{
+	if (!pause_s)
+		return;
+	printf("paused %d %ld\n", n, (long)gettid());
+	fflush(stdout);
+	sleep((unsigned int)pause_s);
+}
+
 static void *vcpu_run(void *arg)
 {
 	struct vcpu *v = arg;
@@ -321,12 +342,15 @@ static void *vcpu_run(void *arg)
 				return NULL;
 			}
 			v->io++;
+			if (v->io == 1)
+				pause_here(1);
 			if (delay_us)
 				spin_us(v);
 			break;
 		case KVM_EXIT_HLT:
 			v->end_ns = now_ns();
 			v->hlt++;
+			pause_here(2);
 			if (ioctl(v->fd, KVM_GET_REGS, &regs) < 0)
 				die("KVM_GET_REGS");
 			if (regs.rip != CODE_GPA + hlt_off + 1 ||
@@ -453,7 +477,7 @@ static unsigned long num(const char *s, char opt, unsigned long max)
 static void usage(void)
 {
 	fprintf(stderr, "usage: kvmguest [-o N] [-c N] [-h N] [-n NR | -N] "
-		"[-d USEC] [-v N] [-r R] [-p PORT] [-V amd|intel] [-q] [-w SECS] [-- ARGS]\n");
+		"[-d USEC] [-v N] [-r R] [-p PORT] [-V amd|intel] [-q] [-P SECS] [-w SECS] [-- ARGS]\n");
 	exit(1);
 }
 
@@ -466,7 +490,7 @@ int main(int argc, char **argv)
 	uint64_t t0, t1;
 	int opt, mmap_size;
 
-	while ((opt = getopt(argc, argv, "o:c:h:n:Nd:v:r:p:V:qw:")) != -1) {
+	while ((opt = getopt(argc, argv, "o:c:h:n:Nd:v:r:p:V:qP:w:")) != -1) {
 		switch (opt) {
 		case 'o': n_out = num(optarg, 'o', 0x7fffffff); break;
 		case 'c': n_cpuid = num(optarg, 'c', 0x7fffffff); break;
@@ -479,6 +503,10 @@ int main(int argc, char **argv)
 		case 'p': port = num(optarg, 'p', 0xff); break;
 		case 'V': force = optarg; break;
 		case 'q': quiet = 1; break;
+		case 'P':
+			pause_s = num(optarg, 'P', 3600);
+			signal(SIGUSR1, on_usr1);	/* ends a pause: sleep() returns */
+			break;
 		case 'w': linger = num(optarg, 'w', 86400); break;
 		default: usage();
 		}
