@@ -35,17 +35,38 @@ SELECTORS = {
 
 # The VM picker (Vector): a variable of VM names; the panels of per-VM,
 # per-vCPU and vhost queue rows show the VMs picked. Their instances start
-# with the VM's name: "<vm>" (the pattern's tail "$"), "<vm>/vcpu<N>" and
-# "<vm>/<device>/<queue>" (tail "/"). "All" matches every instance (also
-# a vhost queue whose owner has made no KVM exit yet).
+# with the VM's name: "<vm>" (the pattern's tail "$"), "<vm>/vcpu<N>",
+# "<vm>/<class>" and "<vm>/<device>/<queue>" (tail "/"). "All" matches
+# every instance (also a vhost queue whose owner has made no KVM exit yet).
+# The first group a metric starts with is its filter. The VM picker is also
+# the selector of the per-VM heatmaps ("<vm>::lo-hi").
 VM = ("vm", "VM", "virt.kvm.vm.name")
-VM_FILTER = {"virt.kvm.vm.": "$", "virt.kvm.vcpu.": "\\/", "virt.vhost.": "\\/"}
+VM_FILTER = {"virt.kvm.vm.run_delay_by": "\\/", "virt.kvm.vm.": "$", "virt.kvm.vcpu.": "\\/",
+             "virt.vhost.": "\\/"}
 
 ROWS = [
     ("agent: why a family shows nothing", [
         ("family modules (virt.control.module.status first)", "table",
          ["virt.control.module.status", "virt.control.module.method",
           "virt.control.module.programs", "virt.control.module.dropped"], "short"),
+    ]),
+    # a nanosecond counter's panel in "percentunit" is a share of one CPU:
+    # the datasources rate a counter and divide a time counter's rate by
+    # its unit (grafana-pcp's time utilization conversion), so the queries
+    # are the metrics themselves, not "/ 1e9"
+    ("Why is my VM slow (host scheduler, halt polling, exits)", [
+        ("run delay: each wait for a host CPU (ns)", "heatmap", ["virt.kvm.vm.run_delay_hist"], "ns", "vm"),
+        ("halt duration (ns)", "heatmap", ["virt.kvm.vm.halt_hist"], "ns", "vm"),
+        ("run delay per VM (vCPUs runnable, not running), share of one CPU", "graph",
+         ["virt.kvm.vm.run_delay"], "percentunit"),
+        ("run delay by what held the CPU (<vm>/<class>), share of one CPU", "stack",
+         ["virt.kvm.vm.run_delay_by"], "percentunit"),
+        ("run delay p99 per VM (one wait)", "graph", ["virt.kvm.vm.run_delay_p99"], "ns"),
+        ("time in exits per VM, share of one CPU", "graph", ["virt.kvm.vm.exit_time"], "percentunit"),
+        ("halts/s per VM: all, ended by polling, slept", "graph",
+         ["virt.kvm.vm.halts", "virt.kvm.vm.halt_polled", "virt.kvm.vm.halt_slept"], "ops"),
+        ("halt polling per VM (host CPU burnt), share of one CPU", "graph",
+         ["virt.kvm.vm.halt_poll_time"], "percentunit"),
     ]),
     ("KVM exits (host)", [
         ("exit latency per reason (ns)", "heatmap", ["virt.kvm.exit.latency"], "ns", "reason"),
@@ -152,6 +173,9 @@ def panel(kind, pid, item, x, y, w, h):
     else:
         p.update({"type": "timeseries",
                   "fieldConfig": {"defaults": {"unit": unit}, "overrides": []}})
+        if ptype == "stack":
+            p["fieldConfig"]["defaults"]["custom"] = {"stacking": {"mode": "normal", "group": "A"},
+                                                      "fillOpacity": 50}
     return p
 
 

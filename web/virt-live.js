@@ -1,6 +1,7 @@
 /*
  * pmdavirt live page: polls pmproxy's REST API (/pmapi) and draws heatmaps
- * of the agent's log2 histograms and tables of per-queue rates. Plain JS,
+ * of the agent's log2 histograms, tables of per-queue rates and, per VM,
+ * run delay, what held the CPU meanwhile and halts. Plain JS,
  * no build step. Parameters (query string): pmproxy=<url> (default: this
  * host, port 44322), host=<pmcd host> (the host pmproxy asks; default
  * pmproxy's own), interval=<seconds> (default 2), span=<polls> (60),
@@ -40,6 +41,8 @@ const HISTOGRAMS = [
   ['virt.qemu.net.tx.packets', 'QEMU packets per TX flush'],
   ['virt.qemu.net.tx.bytes', 'QEMU bytes per TX flush'],
   ['virt.qemu.net.tx.sizes', 'QEMU sent packet size (bytes)'],
+  ['virt.kvm.vm.run_delay_hist', 'VM vCPU wait for a host CPU (ns)'],
+  ['virt.kvm.vm.halt_hist', 'VM halt duration (ns)'],
 ];
 
 // first, so that an empty page says why
@@ -48,6 +51,15 @@ const MODULES = ['modules', [
   ['virt.control.module.method', 'method', 'value'],
   ['virt.control.module.programs', 'programs', 'value'],
   ['virt.control.module.dropped', 'dropped/s', 'rate'],
+]];
+
+// Per VM, after the modules: share = a nanosecond counter's rate as % of
+// one CPU; most = of the "<vm>/<class>" rows of the metric, the class with
+// the largest rate (what held the CPU while the VM waited)
+const SLOW = ['why is my VM slow', [
+  ['virt.kvm.vm.run_delay', 'run delay, % of a CPU', 'share'],
+  ['virt.kvm.vm.run_delay_by', 'CPU held most by', 'most'],
+  ['virt.kvm.vm.halts', 'halts/s', 'rate'],
 ]];
 
 // [metric, column, kind]: rate = counter per second, value = as fetched
@@ -81,7 +93,7 @@ const TABLES = [
   ]],
 ];
 
-const METRICS = HISTOGRAMS.map(h => h[0]).concat(...[MODULES].concat(TABLES).map(t => t[1].map(c => c[0])));
+const METRICS = HISTOGRAMS.map(h => h[0]).concat(...[MODULES, SLOW].concat(TABLES).map(t => t[1].map(c => c[0])));
 
 let context = null;
 const names = {};        // metric -> {instance id -> name}
@@ -269,7 +281,8 @@ function drawTable(title, cols, now, then, dt, where = 'tables') {
   }
   const insts = new Set();
   for (const c of cols)
-    Object.keys(now[c[0]] || {}).forEach(i => insts.add(i));
+    if (c[2] !== 'most')
+      Object.keys(now[c[0]] || {}).forEach(i => insts.add(i));
   const body = box.querySelector('tbody');
   body.textContent = '';
   for (const inst of [...insts].sort()) {
@@ -282,9 +295,12 @@ function drawTable(title, cols, now, then, dt, where = 'tables') {
       const td = document.createElement('td');
       const v = (now[metric] || {})[inst];
       let text = '';
-      if (v !== undefined && kind === 'rate') {
+      if (kind === 'most') {
+        text = mostOf(metric, inst, now, then, dt);
+      } else if (v !== undefined && (kind === 'rate' || kind === 'share')) {
         const b = then && then[metric] ? then[metric][inst] : undefined;
-        text = b !== undefined && v >= b ? ((v - b) / dt).toFixed(1) : '';
+        const r = b !== undefined && v >= b ? (v - b) / dt : null;
+        text = r === null ? '' : kind === 'share' ? (r / 1e7).toFixed(1) : r.toFixed(1);
       } else if (v !== undefined) {
         text = String(v);
       }
@@ -295,6 +311,21 @@ function drawTable(title, cols, now, then, dt, where = 'tables') {
     }
     body.appendChild(tr);
   }
+}
+
+// The class of inst's "<inst>/<class>" rows with the largest rate, and its
+// share of a CPU; '' before two polls or when none grew
+function mostOf(metric, inst, now, then, dt) {
+  let best = '', most = 0;
+  for (const [name, v] of Object.entries(now[metric] || {})) {
+    const slash = name.lastIndexOf('/');
+    if (name.slice(0, slash) !== inst || !then || !then[metric] || !(name in then[metric]))
+      continue;
+    const r = (v - then[metric][name]) / dt;
+    if (r > most)
+      [best, most] = [name.slice(slash + 1), r];
+  }
+  return best && `${best} (${(most / 1e7).toFixed(1)}%)`;
 }
 
 // A failed sample is tried once more on a new context: pmproxy drops a
@@ -315,6 +346,7 @@ async function poll() {
     const s = await sampleOrRetry();
     const dt = prev ? Math.max(1e-3, s.time - prevTime) : 0;
     drawTable(MODULES[0], MODULES[1], s.values, prev, dt, 'modules');
+    drawTable(SLOW[0], SLOW[1], s.values, prev, dt, 'slow');
     for (const [metric, title] of HISTOGRAMS) {
       if (prev)
         pushColumn(metric, s.values, prev, dt);

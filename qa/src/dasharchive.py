@@ -7,7 +7,10 @@ histogram instances
 is the instance name, a number's at record t (0, 1, 2) 10 t + the length
 of the instance name, times 10^7 for a nanosecond counter (10^8 ns/s:
 10% of a CPU; a mean time per event of 10^7 ns) and 1000 for nanosecond
-values (the percentiles: io's p99 2, 12, 22 us).   dasharchive.py TOP ARCHIVE"""
+values (the percentiles: io's p99 2, 12, 22 us). The metrics of
+qa/src/pending.def that metrics/*.def lacks are in it too; instances of
+kvm.vm.* metrics are named by VM: "<vm>", "<vm>::lo-hi", "<vm>/<class>".
+    dasharchive.py TOP ARCHIVE"""
 import glob
 import re
 import sys
@@ -21,7 +24,7 @@ SEMS = {"PM_SEM_COUNTER": c.PM_SEM_COUNTER, "PM_SEM_INSTANT": c.PM_SEM_INSTANT, 
 log = pmi.pmiLogImport(out)
 log.pmiSetHostname("qahost")
 clusters, indoms, metrics = {}, {}, []
-for f in sorted(glob.glob(top + "/metrics/*.def")):
+for f in sorted(glob.glob(top + "/metrics/*.def")) + [top + "/qa/src/pending.def"]:
     for l in open(f):
         m = re.match(r'VIRT_FAMILY\((\w+), "(\w+)", (\d+)\)', l)
         if m:
@@ -30,13 +33,14 @@ for f in sorted(glob.glob(top + "/metrics/*.def")):
         if m:
             indoms[m.group(2)] = int(m.group(3))
         m = re.match(r'VIRT_METRIC\((\w+), (\w+), "([\w.]+)", (\d+), (\w+), (\w+), (\w+), (\w+)\)', l)
-        if m:
+        if m and m.group(3) not in [mt[2] for mt in metrics]:
             metrics.append(m.groups())
 PREFIX = {"CONTROL": ["kvm", "virtio"], "KVM": ["io", "npf"], "VIRTIO": ["virtio0/req.0", "virtio1/requests"],
           "VHOST": ["web/net0/tx", "web.01/net0/tx"], "QEMU": ["77", "7"]}
 # instance domains named by VM ("web" beside "web.01": the VM picker's
 # anchoring)
 INDOM_PREFIX = {"KVM_VM": ["web", "web.01"], "KVM_VCPU": ["web/vcpu0", "web.01/vcpu0"]}
+VM_CLASS = ["web/same_vm", "web/host", "web.01/other_vm"]
 plan = []
 for fam, mid, name, item, typ, indom, sem, units in metrics:
     if typ not in TYPES:
@@ -48,10 +52,12 @@ for fam, mid, name, item, typ, indom, sem, units in metrics:
     log.pmiAddMetric("virt." + name, log.pmiID(498, clusters[fam], int(item)), TYPES[typ], ind, SEMS[sem], u)
     insts = [""]
     if indom != "NOINDOM":
+        vm = name.startswith("kvm.vm.")
         if indom.endswith("_HIST"):
-            insts = ["%s::%d-%d" % (p, lo, 2 * lo - 1) for p in PREFIX[fam] for lo in (1024, 2048)]
+            insts = ["%s::%d-%d" % (p, lo, 2 * lo - 1) for p in (INDOM_PREFIX["KVM_VM"] if vm else PREFIX[fam])
+                     for lo in (1024, 2048)]
         else:
-            insts = INDOM_PREFIX.get(indom, PREFIX[fam])
+            insts = INDOM_PREFIX.get(indom, VM_CLASS if vm else PREFIX[fam])
         for i, n in enumerate(insts):
             try:
                 log.pmiAddInstance(ind, n, i)
