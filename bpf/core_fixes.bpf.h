@@ -78,4 +78,13 @@ static __always_inline __u64 vcpu_halt_poll_ns(struct kvm_vcpu *vcpu)	/* probe r
 	       BPF_CORE_READ(vcpu, stat.generic.halt_poll_fail_ns);
 }
 
+/* KVM's count of a vCPU's successful halt polls (halt_successful_poll),
+ * in struct kvm_vcpu_stat_generic since 0193cc908b5a (v5.14). */
+static __always_inline __u64 vcpu_halt_polls(struct kvm_vcpu *vcpu)	/* a probe read */
+{
+	if (!bpf_core_field_exists(vcpu->stat.generic.halt_successful_poll))
+		return 0;
+	return BPF_CORE_READ(vcpu, stat.generic.halt_successful_poll);
+}
+
 #endif

@@ -356,7 +356,10 @@ static __always_inline struct kvm_vcpu_slot *claim_vcpu(__u64 ident, __u32 *idx,
 		if (s && !s->ident && !__sync_val_compare_and_swap(&s->ident, 0, ident)) {
 			s->vcpu_id = vcpu_id_of(src, p);
 			s->isa = isa;
-			s->poll_seen = src == ID_RECORD ? 0 : vcpu_halt_poll_ns(p) + 1;
+			if (src != ID_RECORD) {		/* KVM's halt stats from here on */
+				s->poll_seen = vcpu_halt_poll_ns(p) + 1;
+				s->polled_seen = vcpu_halt_polls(p) + 1;
+			}
 			s->vmcb = vmcb_of(src, p);
 			asm volatile("" ::: "memory");	/* before adopt() sets tgid */
 			*idx = k;
@@ -753,11 +756,20 @@ static __always_inline int on_entry(__u64 ident)
 	return 0;
 }
 
-/* The end of a halt inside KVM (kvm_vcpu_halt() traces kvm_vcpu_wakeup):
- * ns halted, polling included; waited: the vCPU slept, polling did not
- * end the halt. The tracepoint does not carry the time spent polling:
- * that is KVM's own count (the vCPU's halt_poll_*_ns stats), read where
- * the slot's identity is the struct kvm_vcpu (tp_btf, raw_tp). */
+/* The end of a halt inside KVM (kvm_vcpu_halt() traces kvm_vcpu_wakeup
+ * after update_halt_poll_stats()): ns halted, polling included; waited:
+ * the vCPU slept. Whether polling ended it, and the time polling took, the
+ * tracepoint does not say: they are KVM's own counts (the vCPU's
+ * halt_successful_poll and halt_poll_*_ns), read where the slot's identity
+ * is the struct kvm_vcpu (tp_btf, raw_tp), counted from when the slot was
+ * claimed. The classic tracepoint counts halts that did not sleep. */
+static __always_inline void kvm_count_since(__u64 *to, __u64 *seen, __u64 now)
+{
+	if (*seen && now > *seen)
+		*to += now - *seen;
+	*seen = now;
+}
+
 static __always_inline int on_halt(__u64 ns, bool waited, bool vcpu_ident)
 {
 	struct kvm_vcpu_slot *s = thread_vcpu();
@@ -768,14 +780,13 @@ static __always_inline int on_halt(__u64 ns, bool waited, bool vcpu_ident)
 	if (b < VIRT_HIST_BUCKETS)
 		s->vm.halt_hist[b]++;
 	s->vm.halt_ns += ns;
-	if (!waited)
-		s->vm.halt_polled++;
 	if (vcpu_ident) {
-		__u64 poll = vcpu_halt_poll_ns((struct kvm_vcpu *)s->ident) + 1;
+		struct kvm_vcpu *vcpu = (struct kvm_vcpu *)s->ident;
 
-		if (s->poll_seen && poll > s->poll_seen)
-			s->vm.halt_poll_ns += poll - s->poll_seen;
-		s->poll_seen = poll;
+		kvm_count_since(&s->vm.halt_poll_ns, &s->poll_seen, vcpu_halt_poll_ns(vcpu) + 1);
+		kvm_count_since(&s->vm.halt_polled, &s->polled_seen, vcpu_halt_polls(vcpu) + 1);
+	} else if (!waited) {
+		s->vm.halt_polled++;
 	}
 	return 0;
 }

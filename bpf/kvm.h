@@ -51,7 +51,8 @@ struct kvm_vm_stats {
 	__u64 uexits;
 	__u64 uexit_ns;
 	__u64 wait_by[KVM_WAIT_CLASSES];	/* run-queue wait, by what held the CPU */
-	__u64 halt_polled;	/* halts that halt-polling ended (kvm_vcpu_wakeup !waited) */
+	__u64 halt_polled;	/* halts halt-polling ended: KVM's halt_successful_poll,
+				 * since seen (classic tracepoint: halts that did not sleep) */
 	__u64 halt_ns;		/* time halted, polling included */
 	__u64 halt_poll_ns;	/* KVM's own halt_poll_success_ns + halt_poll_fail_ns, since seen */
 	__u64 wait_hist[VIRT_HIST_BUCKETS];
@@ -93,7 +94,8 @@ struct kvm_vcpu_slot {
 	__u32 vcpu_id;		/* KVM's vcpu_id, written once at claim */
 	__u32 wait_cpu;		/* the CPU whose run queue the vCPU waits on, + 1 (0: none) */
 	__u64 wait_acct;	/* rq clock up to which its current wait is charged */
-	__u64 poll_seen;	/* KVM's halt-poll ns at the last halt, + 1 (0: none yet) */
+	__u64 poll_seen;	/* KVM's halt-poll ns at the last halt, + 1 (0: not read) */
+	__u64 polled_seen;	/* KVM's successful halt polls then, + 1 */
 	struct kvm_vm_stats vm;	/* this vCPU's counts: per VM and per vCPU */
 };
 

@@ -1120,28 +1120,50 @@ static int kvm_fetch(struct virt_family *fam, enum virt_metric_id m, unsigned in
 	return PM_ERR_PMID;
 }
 
+/* The VM of a "<vm>/<class>" row, and its class. */
+static const struct vm_entry *vm_of_by_row(const struct virt_row *row, unsigned int *class)
+{
+	for (unsigned int c = 0; c < KVM_WAIT_CLASSES; c++) {
+		const char *slash = strrchr(row->name, '/');
+
+		if (slash && strcmp(slash + 1, wait_class_names[c]) == 0) {
+			*class = c;
+			return (const struct vm_entry *)(const void *)((const char *)(row - c) -
+								      offsetof(struct vm_entry, by));
+		}
+	}
+	return NULL;
+}
+
 /* A VM's labels: its identity's (vm_name, vm_uuid, vmm, vmm_pid); a
- * vCPU's: its VM's and vcpu. */
+ * vCPU's: its VM's and vcpu; a "<vm>/<class>" row's: its VM's and class. */
 static int kvm_labels(struct virt_family *fam, enum virt_indom_id indom, unsigned int inst,
 		      pmLabelSet **lp)
 {
 	const struct vcpu_entry *c = NULL;
 	const struct vm_entry *vm;
+	unsigned int class = KVM_WAIT_CLASSES;
 	struct virt_row *row;
 	int sts;
 
-	if (!fam->priv || (indom != VIRT_I_KVM_VM && indom != VIRT_I_KVM_VCPU) ||
+	if (!fam->priv || (indom != VIRT_I_KVM_VM && indom != VIRT_I_KVM_VCPU &&
+			   indom != VIRT_I_KVM_VM_WAIT_BY) ||
 	    !(row = virt_row_of(virt_indom(indom), inst)))
 		return 0;
 	if (indom == VIRT_I_KVM_VCPU)
 		vm = (c = VIRT_ENTRY_OF(row, struct vcpu_entry))->vm;
+	else if (indom == VIRT_I_KVM_VM_WAIT_BY)
+		vm = vm_of_by_row(row, &class);
 	else
 		vm = VIRT_ENTRY_OF(row, struct vm_entry);
-	if (vm->retired)
+	if (!vm || vm->retired)
 		return 0;
-	if ((sts = virt_label_vm(lp, virt_vm_of((uint32_t)vm->k.key))) < 0 || !c)
+	if ((sts = virt_label_vm(lp, virt_vm_of((uint32_t)vm->k.key))) < 0)
 		return sts;
-	sts = pmdaAddLabels(lp, "{\"vcpu\":%u}", c->id);
+	if (c)
+		sts = pmdaAddLabels(lp, "{\"vcpu\":%u}", c->id);
+	else if (class < KVM_WAIT_CLASSES)
+		sts = pmdaAddLabels(lp, "{\"class\":\"%s\"}", wait_class_names[class]);
 	return sts < 0 ? sts : 0;
 }
 
