@@ -36,7 +36,8 @@ PREFIX = {"CONTROL": ["kvm", "virtio"], "KVM": ["io", "npf"], "VIRTIO": ["virtio
           "VHOST": ["web/net0/tx", "web.01/net0/tx"], "QEMU": ["77", "7"]}
 # instance domains named by VM ("web" beside "web.01": the VM picker's
 # anchoring)
-INDOM_PREFIX = {"KVM_VM": ["web", "web.01"], "KVM_VCPU": ["web/vcpu0", "web.01/vcpu0"]}
+INDOM_PREFIX = {"KVM_VM": ["web", "web.01"], "KVM_VCPU": ["web/vcpu0", "web.01/vcpu0"],
+                "KVM_VM_WAIT_CLASS": ["web/same_vm", "web.01/host"]}
 plan = []
 for fam, mid, name, item, typ, indom, sem, units in metrics:
     if typ not in TYPES:
