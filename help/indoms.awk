@@ -1,7 +1,8 @@
 # Instance-domain help from metrics/*.def (pminfo -T of an instance domain,
 # pmLookupInDomText): the one-line text of each VIRT_INDOM and the metrics
 # whose instances it names. Run with -v domain=N over every .def file.
-function unquote(s) { gsub(/^ *"|" *$/, "", s); return s }
+# a C string literal's text: no enclosing quotes, \" as "
+function unquote(s) { gsub(/^ *"|" *$/, "", s); gsub(/\\"/, "\"", s); return s }
 function wrap(text,   n, w, i, line) {
 	n = split(text, w, " ")
 	line = w[1]

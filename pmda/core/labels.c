@@ -19,27 +19,44 @@ const struct vmid *virt_vm_of(uint32_t pid)
 	return vmid_set_lookup(&vms, pid);
 }
 
-/* JSON string body of src: '"' and '\\' escaped, control bytes as '_'
- * (names are sanitised already; this is for anything else). */
+/* The JSON string text of the character at s into out[8]: '"' and '\\'
+ * escaped, control characters as \u00XX, a byte that is not valid UTF-8
+ * as U+FFFD; *used the bytes of s it stands for. */
+static size_t json_char(const char *s, char *out, size_t *used)
+{
+	unsigned char c = (unsigned char)*s;
+	size_t n = vmid_utf8_len(s, strnlen(s, 4));
+
+	*used = n ? n : 1;
+	if (c == '"' || c == '\\') {
+		out[0] = '\\', out[1] = (char)c;
+		return 2;
+	}
+	if (c < 0x20 || c == 0x7f)
+		return (size_t)snprintf(out, 8, "\\u%04x", c);
+	if (!n)
+		return (size_t)snprintf(out, 8, "\xef\xbf\xbd");
+	memcpy(out, s, n);
+	return n;
+}
+
+/* JSON string body of src, cut to len - 1 bytes between characters. */
 static void json_escape(char *dst, size_t len, const char *src)
 {
-	size_t o = 0;
+	size_t o = 0, used;
+	char c[8];
 
-	for (; *src && o + 3 < len; src++) {
-		unsigned char c = (unsigned char)*src;
-
-		if (c == '"' || c == '\\')
-			dst[o++] = '\\';
-		dst[o++] = *src;
-		if (c < 0x20)
-			dst[o - 1] = '_';
+	for (size_t n; *src && o + (n = json_char(src, c, &used)) < len; src += used) {
+		memcpy(dst + o, c, n);
+		o += n;
 	}
 	dst[o] = '\0';
 }
 
 int virt_label_add(pmLabelSet **lp, const char *name, const char *value)
 {
-	char esc[512];
+	/* a VM's exact name escaped whole, every byte a \u00XX at worst */
+	char esc[6 * VMID_LABEL_MAX + 1];
 	int sts;
 
 	json_escape(esc, sizeof(esc), value);
@@ -53,7 +70,8 @@ int virt_label_vm(pmLabelSet **lp, const struct vmid *vm)
 
 	if (!vm)
 		return 0;
-	if (vm->named && (sts = virt_label_add(lp, "vm_name", vm->name)) < 0)
+	/* the exact name (pmseries, pmdalibvirt joins), not the instance's */
+	if (vm->named && (sts = virt_label_add(lp, "vm_name", vm->label)) < 0)
 		return sts;
 	if (vm->uuid[0] && (sts = virt_label_add(lp, "vm_uuid", vm->uuid)) < 0)
 		return sts;

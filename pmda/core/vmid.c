@@ -68,6 +68,13 @@ static bool keep_cp(uint32_t cp)
 	       !(cp >= 0xfff0 && cp <= 0xffff);
 }
 
+size_t vmid_utf8_len(const char *s, size_t r)
+{
+	uint32_t cp;
+
+	return (unsigned char)s[0] < 0x80 ? 1 : utf8_seq((const unsigned char *)s, r, &cp);
+}
+
 static bool keep_ascii(unsigned char c)
 {
 	return isascii(c) && (isalnum(c) || c == '_' || c == '.');
@@ -461,27 +468,57 @@ static enum vmid_vmm vmm_of_driver(const char *driver)
 	return VMID_OTHER;
 }
 
+/* At most max bytes of src, not cutting a valid UTF-8 character. */
+static size_t cut_at_char(const char *src, size_t max)
+{
+	size_t n = strnlen(src, max + 1);
+
+	if (n <= max)
+		return n;
+	n = max;
+	while (n > 0 && is_cont((unsigned char)src[n]))
+		n--;
+	/* src[n] starts a character: keep what precedes it unless the bytes
+	 * backed over were stray continuation bytes, not its tail */
+	if (vmid_utf8_len(src + n, strnlen(src + n, 4)) <= max - n)
+		n = max;
+	return n;
+}
+
+void vmid_set_name(struct vmid *id, const char *raw)
+{
+	size_t n = cut_at_char(raw, VMID_LABEL_MAX);
+
+	id->named = raw[0] && vmid_sanitize(id->base, sizeof(id->base), raw, strlen(raw)) > 0;
+	if (id->named) {
+		memcpy(id->label, raw, n);
+		id->label[n] = '\0';
+	} else {
+		id->label[0] = '\0';
+		snprintf(id->base, sizeof(id->base), "%u", id->pid);
+	}
+	snprintf(id->name, sizeof(id->name), "%s", id->base);
+}
+
 /* The name from the command line (exact under libvirt: it passes
  * -name guest=DOMAIN), else the libvirt scope's (which libvirt may have
  * shortened), else "<pid>". */
 static void resolve_name(uint32_t pid, struct vmid *out, const char *cmdname)
 {
-	char raw[VMID_NAME_MAX * 8], driver[16];
-	char *cg = malloc(16384);
+	char raw[VMID_NAME_MAX * 8] = "", driver[16];
+	char *cg;
 	ssize_t n;
 
-	if (cmdname[0])
-		out->named = vmid_sanitize(out->base, sizeof(out->base), cmdname, strlen(cmdname)) > 0;
-	if (!out->named && cg && (n = read_proc(pid, "cgroup", cg, 16384)) > 0 &&
-	    vmid_parse_cgroup(cg, (size_t)n, raw, sizeof(raw), driver)) {
-		out->named = vmid_sanitize(out->base, sizeof(out->base), raw, strlen(raw)) > 0;
-		if (out->named && out->vmm == VMID_OTHER)
-			out->vmm = vmm_of_driver(driver);
+	if (cmdname[0]) {
+		vmid_set_name(out, cmdname);
+		return;
 	}
+	if ((cg = malloc(16384)) && (n = read_proc(pid, "cgroup", cg, 16384)) > 0 &&
+	    vmid_parse_cgroup(cg, (size_t)n, raw, sizeof(raw), driver) && raw[0] &&
+	    out->vmm == VMID_OTHER)
+		out->vmm = vmm_of_driver(driver);
 	free(cg);
-	if (!out->named)
-		snprintf(out->base, sizeof(out->base), "%u", pid);
-	snprintf(out->name, sizeof(out->name), "%s", out->base);
+	vmid_set_name(out, raw);
 }
 
 bool vmid_resolve(uint32_t pid, struct vmid *out)

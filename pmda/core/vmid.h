@@ -13,6 +13,11 @@
  * Names are unique among the live VMs of a set: a VM whose name is taken by
  * another live VM gets "<name>~<pid>" (the base cut to keep the whole
  * within VMID_NAME_MAX). A VM without a name is called "<pid>".
+ *
+ * The exact name, as the VMM or libvirt gave it (web-01 where the instance
+ * is web_01), is kept for the vm_name label, which pmseries and pmdalibvirt
+ * joins match: raw bytes, at most VMID_LABEL_MAX, cut before a UTF-8
+ * character that does not fit; the label's JSON escaping is labels.c's.
  */
 #ifndef VIRT_VMID_H
 #define VIRT_VMID_H
@@ -22,6 +27,7 @@
 #include <stdint.h>
 
 #define VMID_NAME_MAX 64		/* bytes of a name, without the NUL */
+#define VMID_LABEL_MAX 255		/* bytes of the exact name, without the NUL */
 #define VMID_UUID_LEN 36
 
 enum vmid_vmm {
@@ -39,10 +45,15 @@ struct vmid {
 	bool named;			/* name is the VM's, not "<pid>" */
 	char base[VMID_NAME_MAX + 1];	/* sanitised name before uniqueness */
 	char name[VMID_NAME_MAX + 1];	/* unique among the set's live VMs */
+	char label[VMID_LABEL_MAX + 1];	/* the exact name, "" if not named */
 	char uuid[VMID_UUID_LEN + 1];	/* lower case, "" if unknown */
 };
 
 const char *vmid_vmm_name(enum vmid_vmm vmm);
+
+/* Bytes of the valid UTF-8 character at s (r bytes left, r >= 1): 1 for
+ * ASCII, 0 if invalid (overlong, surrogate, beyond U+10FFFF, truncated). */
+size_t vmid_utf8_len(const char *s, size_t r);
 
 /* Sanitise slen bytes of src (see above) into dst of dlen bytes (>= 1);
  * returns the length written. */
@@ -66,6 +77,11 @@ bool vmid_parse_cgroup(const char *text, size_t len, char *name, size_t nlen, ch
 /* Field 22 of /proc/<pid>/stat text (after the comm's last ')'), 0 if
  * malformed. */
 uint64_t vmid_parse_starttime(const char *text, size_t len);
+
+/* A VM's names from its raw name (NUL-terminated; "" for none): base and
+ * name sanitised, label the exact name bounded, named when there is one;
+ * "<pid>" (of id->pid) without. */
+void vmid_set_name(struct vmid *id, const char *raw);
 
 /* Resolve pid from /proc: false when the process is gone. out->name is
  * the base name (no uniqueness yet). */

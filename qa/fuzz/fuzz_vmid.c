@@ -2,8 +2,9 @@
  * bytes as a command line, a cgroup file, a stat line and a name. No crash,
  * no sanitizer report; a sanitised name is within VMID_NAME_MAX, holds no
  * '-', ':', space, quote, backslash or control byte and is valid UTF-8; a
- * UUID is empty or canonical; names in a set are distinct. Built by
- * `make fuzz`. */
+ * UUID is empty or canonical; names in a set are distinct; a VM's exact
+ * name (its label) is a prefix of the raw one within VMID_LABEL_MAX, whole
+ * but for a cut character. Built by `make fuzz`. */
 #include "vmid.h"
 
 #include <stdint.h>
@@ -35,6 +36,29 @@ static void check_uuid(const char *u)
 			abort();
 }
 
+/* vmid_set_name on the raw name: the label its first bytes, cut only to
+ * fit VMID_LABEL_MAX and never inside a valid UTF-8 character */
+static void check_label(const char *raw)
+{
+	struct vmid id = { .pid = 7 };
+	size_t n, r = strlen(raw);
+
+	vmid_set_name(&id, raw);
+	check_name(id.name);
+	n = strlen(id.label);
+	if (n > VMID_LABEL_MAX || memcmp(id.label, raw, n) != 0 || id.named != (r > 0))
+		abort();
+	if (n < r && n < VMID_LABEL_MAX - 3)
+		abort();
+	for (size_t i = 0; i < n;) {
+		size_t c = vmid_utf8_len(id.label + i, n - i);
+
+		if (!c && vmid_utf8_len(raw + i, r - i) > 1)
+			abort();
+		i += c ? c : 1;
+	}
+}
+
 static bool all_alive(const struct vmid *id)
 {
 	return id->pid % 3 != 0;
@@ -52,6 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_uuid(uuid);
 	vmid_sanitize(clean, sizeof(clean), name, strlen(name));
 	check_name(clean);
+	check_label(name);
 	if (vmid_parse_cgroup(buf, size, name, sizeof(name), driver) && (!name[0] || !driver[0]))
 		abort();
 	vmid_sanitize(clean, sizeof(clean), name, strlen(name));

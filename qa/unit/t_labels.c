@@ -43,7 +43,7 @@ static int json_is(pmLabelSet *ls, const char *want)
 static void check_vm(void)
 {
 	struct vmid vm = { .pid = 4242, .vmm = VMID_QEMU, .named = true, .name = "web01",
-			   .uuid = "5f2c9b1e-1d2a-4c3b-9e8f-0a1b2c3d4e5f" };
+			   .label = "web01", .uuid = "5f2c9b1e-1d2a-4c3b-9e8f-0a1b2c3d4e5f" };
 	pmLabelSet *ls = NULL;
 
 	CHECK(virt_label_vm(&ls, &vm) == 0);
@@ -71,12 +71,45 @@ static void check_vm(void)
 	CHECK(virt_label_vm(&ls, NULL) == 0 && ls == NULL);
 }
 
+/* vm_name is the exact name (libvirt's web-01), not the instance's web_01,
+ * escaped for JSON whatever its bytes, and whole at VMID_LABEL_MAX */
+static void check_vm_exact(void)
+{
+	struct vmid vm = { .pid = 7, .vmm = VMID_QEMU };
+	char big[301], want[2048];
+	pmLabelSet *ls = NULL;
+
+	vmid_set_name(&vm, "web-01");
+	CHECK(strcmp(vm.name, "web_01") == 0);
+	CHECK(virt_label_vm(&ls, &vm) == 0);
+	CHECK(json_is(ls, "{\"vm_name\":\"web-01\",\"vmm\":\"qemu\",\"vmm_pid\":7}"));
+	pmFreeLabelSets(ls, 1);
+	ls = NULL;
+	vmid_set_name(&vm, "ev\"il\\-na::me\001\033[31m-caf\xc3\xa9\xff");
+	CHECK(virt_label_vm(&ls, &vm) == 0);
+	CHECK(json_is(ls, "{\"vm_name\":\"ev\\\"il\\\\-na::me\\u0001\\u001b[31m-caf\xc3\xa9\xef\xbf\xbd\","
+			  "\"vmm\":\"qemu\",\"vmm_pid\":7}"));
+	pmFreeLabelSets(ls, 1);
+	ls = NULL;
+	/* the longest name of control bytes: every one escaped, none lost */
+	memset(big, '\001', 300);
+	big[300] = '\0';
+	vmid_set_name(&vm, big);
+	CHECK(virt_label_vm(&ls, &vm) == 0);
+	snprintf(want, sizeof(want), "{\"vm_name\":\"");
+	for (int i = 0; i < VMID_LABEL_MAX; i++)
+		strcat(want, "\\u0001");
+	strcat(want, "\",\"vmm\":\"qemu\",\"vmm_pid\":7}");
+	CHECK(ls && ls->jsonlen == (int)strlen(want) && strncmp(ls->json, want, strlen(want)) == 0);
+	pmFreeLabelSets(ls, 1);
+}
+
 static void check_escape(void)
 {
 	pmLabelSet *ls = NULL;
 
 	CHECK(virt_label_add(&ls, "device", "a\"b\\c\nd") == 0);
-	CHECK(json_is(ls, "{\"device\":\"a\\\"b\\\\c_d\"}"));
+	CHECK(json_is(ls, "{\"device\":\"a\\\"b\\\\c\\u000ad\"}"));
 	pmFreeLabelSets(ls, 1);
 }
 
@@ -125,6 +158,7 @@ static void check_callback(void)
 int main(void)
 {
 	check_vm();
+	check_vm_exact();
 	check_escape();
 	check_queue();
 	check_callback();

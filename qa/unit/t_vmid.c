@@ -204,6 +204,43 @@ static void check_sanitize(void)
 	CHECK(vmid_sanitize(out, 3, "\xe6\x97\xa5", 3) == 0 && out[0] == '\0');
 }
 
+/* the instance's name sanitised, the label's exact and bounded */
+static void check_set_name(void)
+{
+	struct vmid id = { .pid = 4242 };
+	char big[301], utf[301];
+
+	vmid_set_name(&id, "web-01");
+	CHECK(id.named && strcmp(id.name, "web_01") == 0 && strcmp(id.base, "web_01") == 0);
+	CHECK(strcmp(id.label, "web-01") == 0);
+	vmid_set_name(&id, "a\"b\\c\nd::e \xff");
+	CHECK(strcmp(id.name, "a_b_c_d__e__") == 0 && strcmp(id.label, "a\"b\\c\nd::e \xff") == 0);
+	/* no name: "<pid>", no label */
+	vmid_set_name(&id, "");
+	CHECK(!id.named && strcmp(id.name, "4242") == 0 && id.label[0] == '\0');
+	/* 300 bytes: VMID_LABEL_MAX of them in the label, 64 in the name */
+	memset(big, 'v', 300);
+	big[300] = '\0';
+	vmid_set_name(&id, big);
+	CHECK(strlen(id.label) == VMID_LABEL_MAX && strlen(id.name) == VMID_NAME_MAX);
+	/* 3-byte characters: cut before the one that does not fit (255 = 3 x 85,
+	 * so one byte in front shifts the boundary) */
+	utf[0] = 'x';
+	for (int i = 0; i < 99; i++)
+		memcpy(utf + 1 + (size_t)3 * (size_t)i, "\xe6\x97\xa5", 3);
+	utf[298] = '\0';
+	vmid_set_name(&id, utf);
+	CHECK(strlen(id.label) == 253 && memcmp(id.label, utf, 253) == 0);
+	/* stray continuation bytes at the bound are not a character to keep
+	 * whole: plain bytes, cut at the bound */
+	memset(big, 0x80, 300);
+	big[0] = 'y';
+	vmid_set_name(&id, big);
+	CHECK(strlen(id.label) == VMID_LABEL_MAX);
+	CHECK(vmid_utf8_len("a", 1) == 1 && vmid_utf8_len("\xe6\x97\xa5", 3) == 3);
+	CHECK(vmid_utf8_len("\xe6\x97", 2) == 0 && vmid_utf8_len("\x80", 1) == 0);
+}
+
 static void check_stat(void)
 {
 	/* a comm with spaces and ')' in it: fields count after the last ')' */
@@ -305,6 +342,7 @@ int main(void)
 	check_others();
 	check_cgroup();
 	check_sanitize();
+	check_set_name();
 	check_stat();
 	check_set();
 	check_resolve_self();
