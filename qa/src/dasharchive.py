@@ -7,9 +7,8 @@ histogram instances
 is the instance name, a number's at record t (0, 1, 2) 10 t + the length
 of the instance name, times 10^7 for a nanosecond counter (10^8 ns/s:
 10% of a CPU; a mean time per event of 10^7 ns) and 1000 for nanosecond
-values (the percentiles: io's p99 2, 12, 22 us). The metrics of
-qa/src/pending.def that metrics/*.def lacks are in it too; instances of
-kvm.vm.* metrics are named by VM: "<vm>", "<vm>::lo-hi", "<vm>/<class>".
+values (the percentiles: io's p99 2, 12, 22 us). Instances of kvm.vm.*
+metrics are named by VM: "<vm>", "<vm>::lo-hi", "<vm>/<class>".
     dasharchive.py TOP ARCHIVE"""
 import glob
 import re
@@ -24,7 +23,7 @@ SEMS = {"PM_SEM_COUNTER": c.PM_SEM_COUNTER, "PM_SEM_INSTANT": c.PM_SEM_INSTANT, 
 log = pmi.pmiLogImport(out)
 log.pmiSetHostname("qahost")
 clusters, indoms, metrics = {}, {}, []
-for f in sorted(glob.glob(top + "/metrics/*.def")) + [top + "/qa/src/pending.def"]:
+for f in sorted(glob.glob(top + "/metrics/*.def")):
     for l in open(f):
         m = re.match(r'VIRT_FAMILY\((\w+), "(\w+)", (\d+)\)', l)
         if m:
@@ -33,7 +32,7 @@ for f in sorted(glob.glob(top + "/metrics/*.def")) + [top + "/qa/src/pending.def
         if m:
             indoms[m.group(2)] = int(m.group(3))
         m = re.match(r'VIRT_METRIC\((\w+), (\w+), "([\w.]+)", (\d+), (\w+), (\w+), (\w+), (\w+)\)', l)
-        if m and m.group(3) not in [mt[2] for mt in metrics]:
+        if m:
             metrics.append(m.groups())
 PREFIX = {"CONTROL": ["kvm", "virtio"], "KVM": ["io", "npf"], "VIRTIO": ["virtio0/req.0", "virtio1/requests"],
           "VHOST": ["web/net0/tx", "web.01/net0/tx"], "QEMU": ["77", "7"]}
