@@ -3,7 +3,7 @@
 # fuzzing, the test VM (QEMU, busybox, the test kernels), Bochs for
 # check-vmx, the workloads and tools the QA tests drive, libvirt for tests
 # that define a domain inside the test VM (libvirtd is not started here),
-# mmdebstrap for scripts/try-root.sh. Idempotent. Needs root.
+# mmdebstrap and socat for scripts/try-root.sh. Idempotent. Needs root.
 #
 # The test kernels -- Debian 12's linux-image-amd64 (6.1, the test VM's
 # default) and linux-image-6.12-amd64, with their headers (bcc's tools in
@@ -19,7 +19,7 @@ PKGS="clang-tidy cppcheck llvm pkg-config dpkg-dev
  qemu-system-x86 busybox-static cpio file kmod xz-utils zstd git
  bpftrace bpfcc-tools
  bochs bochsbios vgabios isolinux syslinux-common xorriso
- strace iproute2 curl redis-server chromium valgrind groff-base man-db
+ strace iproute2 curl redis-server chromium valgrind groff-base man-db socat
  libvirt-daemon-system libvirt-clients mmdebstrap"
 
 KERNELS=${PMDAVIRT_KERNELS:-/var/cache/pmdavirt/kernels}
