@@ -36,14 +36,22 @@ cd /src/pmdavirt
 make setup
 make
 make install
-. /etc/pcp.conf
-cd "$PCP_PMDAS_DIR/virt"
+cd "$(. /etc/pcp.conf; echo "$PCP_PMDAS_DIR")/virt"
 ./Install < /dev/null
-pminfo -f pmcd.version virt.control.module.status
+set +x
+# the agent answers once its modules attached (slow on a busy machine)
+for i in $(seq 240); do
+	pminfo -f virt.control.version 2>/dev/null | grep -q value && break
+	sleep 0.5
+done
+set -x
+pminfo -f pmcd.version virt.control.version virt.control.module.status
 set +x
 echo "try-root: $(. /etc/os-release; echo "$PRETTY_NAME"), kernel $(uname -r)"
 echo "try-root: $(gcc --version | head -1); $(clang --version | head -1)"
-echo "try-root: $(dpkg-query -W -f='${Package} ${Version}  ' pcp libbpf1 libelf1 2>/dev/null || dpkg-query -W -f='${Package} ${Version}  ' pcp libbpf1 libelf1t64)"
+echo "try-root: $(dpkg-query -W -f='${Package} ${Version}  ' pcp libbpf1 bpftool)"
+pminfo -f virt.control.module.status | grep -q value || {
+	tail -20 "$(. /etc/pcp.conf; echo "$PCP_LOG_DIR")/pmcd/virt.log"; echo "try-root: FAIL: no module status"; exit 1; }
 if ls /boot/vmlinuz* 2>/dev/null; then echo "try-root: FAIL: a kernel in /boot"; exit 1; fi
 echo "try-root: no /boot/vmlinuz*"
 STEPS
