@@ -36,7 +36,10 @@ cd /src/pmdavirt
 make setup
 make
 make install
-cd "$(. /etc/pcp.conf; echo "$PCP_PMDAS_DIR")/virt"
+set +x
+pmdas=$(. /etc/pcp.conf; echo "$PCP_PMDAS_DIR")
+set -x
+cd "$pmdas/virt"
 ./Install < /dev/null
 set +x
 # the agent answers once its modules attached (slow on a busy machine)
