@@ -1,10 +1,12 @@
 #!/bin/sh
-# scripts/try-root.sh bookworm|trixie -- a user's first steps on a fresh
-# Debian 12 or 13: in a root made by mmdebstrap (cached as
+# scripts/try-root.sh [--setup-test] bookworm|trixie -- a user's first
+# steps on a fresh Debian 12 or 13: in a root made by mmdebstrap (cached as
 # $PMDAVIRT_ROOTS/<suite>.tar, default /var/cache/pmdavirt/roots), run
 # README's `make setup`, then make, make install, the agent's Install and
-# pminfo, and check that no kernel went into /boot. Prints every step;
-# exits non-zero when one fails. Needs root, mmdebstrap, socat, unshare.
+# pminfo, and check that no kernel went into /boot. --setup-test: a
+# developer's instead: scripts/setup-test.sh, then no libvirtd running, the
+# test kernels cached, none in /boot. Prints every step; exits non-zero
+# when one fails. Needs root, mmdebstrap, socat, unshare.
 #
 # The root runs in network, mount and PID namespaces of its own, so its
 # pmcd neither meets this machine's (port 44321) nor is seen by pgrep.
@@ -14,7 +16,7 @@
 # the real host.
 set -eu
 prog=try-root.sh
-usage() { echo "usage: $prog bookworm|trixie" >&2; exit 2; }
+usage() { echo "usage: $prog [--setup-test] bookworm|trixie" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 roots=${PMDAVIRT_ROOTS:-/var/cache/pmdavirt/roots}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,6 +57,28 @@ echo "try-root: $(gcc --version | head -1); $(clang --version | head -1)"
 echo "try-root: $(dpkg-query -W -f='${Package} ${Version}  ' pcp libbpf1 bpftool)"
 pminfo -f virt.control.module.status | grep -q value || {
 	tail -20 "$(. /etc/pcp.conf; echo "$PCP_LOG_DIR")/pmcd/virt.log"; echo "try-root: FAIL: no module status"; exit 1; }
+STEPS
+	no_boot_kernel
+}
+
+# what a developer does before make check, inside the root
+test_steps()
+{
+	cat <<'STEPS'
+set -ex
+cd /src/pmdavirt
+./scripts/setup-test.sh
+ls /var/cache/pmdavirt/kernels/*/boot/vmlinuz-* /var/cache/pmdavirt/kernels/*/lib/modules/*/build
+set +x
+if pgrep -a libvirtd; then echo "try-root: FAIL: libvirtd started"; exit 1; fi
+echo "try-root: libvirtd not running"
+STEPS
+	no_boot_kernel
+}
+
+no_boot_kernel()
+{
+	cat <<'STEPS'
 if ls /boot/vmlinuz* 2>/dev/null; then echo "try-root: FAIL: a kernel in /boot"; exit 1; fi
 echo "try-root: no /boot/vmlinuz*"
 STEPS
@@ -63,7 +87,7 @@ STEPS
 # in the new namespaces: loopback, the relays, the file systems, the steps
 inside()
 {
-	root=$1 work=$2
+	root=$1 work=$2 steps=$3
 	ip link set lo up
 	n=1
 	for h in $(apt_hosts "$root"); do
@@ -79,7 +103,7 @@ inside()
 	mount -t tmpfs -o mode=0755 run "$root/run"
 	mount -t tmpfs -o mode=1777 tmp "$root/tmp"
 	[ -f "$root/sys/kernel/btf/vmlinux" ] || { echo "$prog: no /sys/kernel/btf/vmlinux" >&2; exit 1; }
-	user_steps > "$root/tmp/steps.sh"
+	$steps > "$root/tmp/steps.sh"
 	chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 		HOME=/root TERM=dumb LANG=C.UTF-8 /bin/sh /tmp/steps.sh < /dev/null
 }
@@ -98,10 +122,12 @@ tarball()
 }
 
 if [ "$1" = --inside ]; then
-	inside "$2" "$3"
+	inside "$2" "$3" "$4"
 	exit
 fi
-case "$1" in bookworm|trixie) suite=$1 ;; *) usage ;; esac
+steps=user_steps
+[ "$1" != --setup-test ] || { steps=test_steps; shift; }
+case "${1:-}" in bookworm|trixie) suite=$1 ;; *) usage ;; esac
 [ "$(id -u)" = 0 ] || { echo "$prog: must run as root" >&2; exit 1; }
 for c in mmdebstrap socat unshare; do
 	command -v $c > /dev/null || { echo "$prog: needs $c (scripts/setup-test.sh)" >&2; exit 2; }
@@ -131,4 +157,4 @@ for h in $(apt_hosts "$root"); do
 	relays="$relays $!"
 done
 echo "$prog: $suite root in $root, source from $top"
-unshare --net --mount --pid --fork --kill-child "$self" --inside "$root" "$work"
+unshare --net --mount --pid --fork --kill-child "$self" --inside "$root" "$work" "$steps"
