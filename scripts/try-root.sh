@@ -1,0 +1,160 @@
+#!/bin/sh
+# scripts/try-root.sh [--setup-test] bookworm|trixie -- a user's first
+# steps on a fresh Debian 12 or 13: in a root made by mmdebstrap (cached as
+# $PMDAVIRT_ROOTS/<suite>.tar, default /var/cache/pmdavirt/roots), run
+# README's `make setup`, then make, make install, the agent's Install and
+# pminfo, and check that no kernel went into /boot. --setup-test: a
+# developer's instead: scripts/setup-test.sh, then no libvirtd running, the
+# test kernels cached, none in /boot. Prints every step; exits non-zero
+# when one fails. Needs root, mmdebstrap, socat, unshare.
+#
+# The root runs in network, mount and PID namespaces of its own, so its
+# pmcd neither meets this machine's (port 44321) nor is seen by pgrep.
+# Its only way out is apt's: each http host of its sources resolves (its
+# /etc/hosts) to a 127.0.0.N of its own loopback, where socat relays over
+# a Unix socket to a socat in this machine's namespace, which connects to
+# the real host.
+set -eu
+prog=try-root.sh
+usage() { echo "usage: $prog [--setup-test] bookworm|trixie" >&2; exit 2; }
+[ $# -ge 1 ] || usage
+roots=${PMDAVIRT_ROOTS:-/var/cache/pmdavirt/roots}
+top=$(cd "$(dirname "$0")/.." && pwd)
+self=$top/scripts/try-root.sh
+
+# the apt hosts of the root's sources, one a line
+apt_hosts()
+{
+	cat "$1"/etc/apt/sources.list "$1"/etc/apt/sources.list.d/* 2>/dev/null |
+		sed -n 's|.*http://\([^/: ]*\)/.*|\1|p' | sort -u
+}
+
+# what a user does, inside the root
+user_steps()
+{
+	cat <<'STEPS'
+set -ex
+cd /src/pmdavirt
+make setup
+make
+make install
+set +x
+pmdas=$(. /etc/pcp.conf; echo "$PCP_PMDAS_DIR")
+set -x
+cd "$pmdas/virt"
+./Install < /dev/null
+set +x
+# the agent answers once its modules attached (slow on a busy machine)
+for i in $(seq 240); do
+	pminfo -f virt.control.version 2>/dev/null | grep -q value && break
+	sleep 0.5
+done
+set -x
+pminfo -f pmcd.version virt.control.version virt.control.module.status
+set +x
+echo "try-root: $(. /etc/os-release; echo "$PRETTY_NAME"), kernel $(uname -r)"
+echo "try-root: $(gcc --version | head -1); $(clang --version | head -1)"
+echo "try-root: $(dpkg-query -W -f='${Package} ${Version}  ' pcp libbpf1 bpftool)"
+pminfo -f virt.control.module.status | grep -q value || {
+	tail -20 "$(. /etc/pcp.conf; echo "$PCP_LOG_DIR")/pmcd/virt.log"; echo "try-root: FAIL: no module status"; exit 1; }
+STEPS
+	no_boot_kernel
+}
+
+# what a developer does before make check, inside the root
+test_steps()
+{
+	cat <<'STEPS'
+set -ex
+cd /src/pmdavirt
+./scripts/setup-test.sh
+ls /var/cache/pmdavirt/kernels/*/boot/vmlinuz-* /var/cache/pmdavirt/kernels/*/lib/modules/*/build
+set +x
+if pgrep -a libvirtd; then echo "try-root: FAIL: libvirtd started"; exit 1; fi
+echo "try-root: libvirtd not running"
+STEPS
+	no_boot_kernel
+}
+
+no_boot_kernel()
+{
+	cat <<'STEPS'
+if ls /boot/vmlinuz* 2>/dev/null; then echo "try-root: FAIL: a kernel in /boot"; exit 1; fi
+echo "try-root: no /boot/vmlinuz*"
+STEPS
+}
+
+# in the new namespaces: loopback, the relays, the file systems, the steps
+inside()
+{
+	root=$1 work=$2 steps=$3
+	ip link set lo up
+	n=1
+	for h in $(apt_hosts "$root"); do
+		n=$((n + 1))
+		socat TCP-LISTEN:80,bind=127.0.0.$n,reuseaddr,fork UNIX-CONNECT:"$work/relay.$h" &
+	done
+	mount -t proc proc "$root/proc"
+	mount -t sysfs sys "$root/sys"
+	mount -t tracefs tracefs "$root/sys/kernel/tracing" 2>/dev/null || true
+	mount -t debugfs debugfs "$root/sys/kernel/debug" 2>/dev/null || true
+	mount -t bpf bpf "$root/sys/fs/bpf" 2>/dev/null || true
+	mount --rbind /dev "$root/dev"
+	mount -t tmpfs -o mode=0755 run "$root/run"
+	mount -t tmpfs -o mode=1777 tmp "$root/tmp"
+	[ -f "$root/sys/kernel/btf/vmlinux" ] || { echo "$prog: no /sys/kernel/btf/vmlinux" >&2; exit 1; }
+	$steps > "$root/tmp/steps.sh"
+	chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+		HOME=/root TERM=dumb LANG=C.UTF-8 /bin/sh /tmp/steps.sh < /dev/null
+}
+
+# the root's tarball, made once
+tarball()
+{
+	t=$roots/$1.tar
+	if [ ! -f "$t" ]; then
+		mkdir -p "$roots"
+		echo "$prog: making $t" >&2
+		mmdebstrap --variant=apt --format=tar --include=make "$1" "$roots/$1.tmp.tar" >&2
+		mv "$roots/$1.tmp.tar" "$t"
+	fi
+	echo "$t"
+}
+
+if [ "$1" = --inside ]; then
+	inside "$2" "$3" "$4"
+	exit
+fi
+steps=user_steps
+[ "$1" != --setup-test ] || { steps=test_steps; shift; }
+case "${1:-}" in bookworm|trixie) suite=$1 ;; *) usage ;; esac
+[ "$(id -u)" = 0 ] || { echo "$prog: must run as root" >&2; exit 1; }
+for c in mmdebstrap socat unshare; do
+	command -v $c > /dev/null || { echo "$prog: needs $c (scripts/setup-test.sh)" >&2; exit 2; }
+done
+tar=$(tarball "$suite")
+work=$(mktemp -d /var/tmp/pmdavirt-try.XXXXXX)
+relays=""
+cleanup()
+{
+	for p in $relays; do kill "$p" 2>/dev/null || true; done
+	[ -n "${PMDAVIRT_TRY_KEEP:-}" ] || rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+root=$work/root
+mkdir "$root"
+tar -C "$root" --numeric-owner -xpf "$tar"
+mkdir -p "$root/src/pmdavirt"
+tar -C "$top" --exclude=./.git --exclude=./build --exclude=./build-asan -cf - . | tar -C "$root/src/pmdavirt" -xf -
+grep -qw localhost "$root/etc/hosts" 2>/dev/null || printf '127.0.0.1\tlocalhost\n' >> "$root/etc/hosts"
+printf '127.0.1.1\t%s\n' "$(hostname)" >> "$root/etc/hosts"
+n=1
+for h in $(apt_hosts "$root"); do
+	n=$((n + 1))
+	printf '127.0.0.%s\t%s\n' "$n" "$h" >> "$root/etc/hosts"
+	socat UNIX-LISTEN:"$work/relay.$h",fork TCP:"$h":80 &
+	relays="$relays $!"
+done
+echo "$prog: $suite root in $root, source from $top"
+unshare --net --mount --pid --fork --kill-child "$self" --inside "$root" "$work" "$steps"
