@@ -149,11 +149,11 @@ prog_per_event()
 		t0=$(awk '{t += $3} END {print t + 0}' $work/pt0) c0=$(awk '{c += $4} END {print c + 0}' $work/pt0)
 		t1=$(awk '{t += $3} END {print t + 0}' $work/pt1) c1=$(awk '{c += $4} END {print c + 0}' $work/pt1)
 		echo $(( (t1 - t0) / ev ))
-		awk -v t=$((t1 - t0)) -v c=$((c1 - c0)) 'BEGIN { printf "%d\n", c > 0 ? t / c : 0 }' >> $pr
+		awk -v t=$((t1 - t0)) -v c=$((c1 - c0)) 'BEGIN { printf "%d\n", (c > 0) ? t / c : 0 }' >> $pr
 		awk -v ev=$ev 'FILENAME ~ /names$/ { name[$1] = $2; next }
 			FILENAME ~ /pt0$/ { t[$1] = $3; c[$1] = $4; next }
 			{ dt = $3 - t[$1]; dc = $4 - c[$1]
-			  printf "%s %d %d %.3f\n", ($1 in name) ? name[$1] : $2, dc > 0 ? dt / dc : 0, dt / ev, dc / ev }' \
+			  printf "%s %d %d %.3f\n", (($1 in name) ? name[$1] : $2), ((dc > 0) ? dt / dc : 0), dt / ev, dc / ev }' \
 			$work/names $work/pt0 $work/pt1 >> $pp
 		awk -v c=$((c1 - c0)) -v n=$ev 'BEGIN { printf "program runs per event: %.2f\n", c / n }' >&2
 	done)

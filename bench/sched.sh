@@ -45,8 +45,9 @@ start_cfg()
 {
 	case ${1#vm_} in
 	empty_sched) start_empty sched ;;
-	virt_nosched) start_agent kvm "sched = false" ;;
-	virt) start_agent kvm "sched = true" ;;
+	# the agent's own start-up work is no part of a switch's cost: settle
+	virt_nosched) start_agent kvm "sched = false" && sleep ${BENCH_SETTLE:-3} ;;
+	virt) start_agent kvm "sched = true" && sleep ${BENCH_SETTLE:-3} ;;
 	runqlat)
 		PYTHONUNBUFFERED=1 runqlat-bpfcc > $work/out 2>&1 & pid=$!
 		wait_for $work/out "Tracing run queue latency" 300 && sleep 1 ;;
