@@ -50,7 +50,7 @@ start_cfg()
 	virt) start_agent kvm "sched = true" && sleep ${BENCH_SETTLE:-3} ;;
 	runqlat)
 		PYTHONUNBUFFERED=1 runqlat-bpfcc > $work/out 2>&1 & pid=$!
-		wait_for $work/out "Tracing run queue latency" 300 && sleep 1 ;;
+		wait_for $work/out "Tracing run queue latency" 900 && sleep 1 ;;
 	*) return 1 ;;
 	esac
 }
@@ -107,12 +107,21 @@ report()
 	done
 }
 
+# keep SCENARIO: the raw figures (summary, per-run and per-program files)
+# to build/sched-<kernel release>/SCENARIO, for re-reading
+keep()
+{
+	local d=$b/sched-$(uname -r)/$1
+	mkdir -p $d && cp $work/summary $work/*.perrun $work/*.perprog $work/*.prog $d/ 2>/dev/null
+}
+
 configs=${BENCH_CONFIGS:-empty_sched virt_nosched virt runqlat}
 echo "workload: pingpong $R: $(run_ns) ns, $(cat $work/events) context switches in the VM, $(cat $work/own) of its two threads"
 
 # no VM: the filtered path
 if [[ " ${BENCH_SCHED_SCENARIOS:-novm vm} " == *" novm "* ]]; then
 	measure_all $R $configs
+	keep novm
 	report "== no VM (every switch of a task that is no vCPU: the filtered path); $R round trips per run, $P pairs, prog over ${BENCH_PROG_STARTS:-1} start(s), $(nproc) vCPU TCG VM" ""
 	mv $work/summary $work/summary.novm
 fi
@@ -126,6 +135,7 @@ if [[ " ${BENCH_SCHED_SCENARIOS:-novm vm} " == *" vm "* ]]; then
 	vmcfgs=$(for c in $configs; do echo vm_$c; done)
 	measure_all $R $vmcfgs
 	kill $guest; wait $guest 2>/dev/null
+	keep vm
 	report "== VM (kvmguest -o ... -d $D busy on the same CPU: the vCPU path); same columns" vm_
 fi
 echo "wall: added ns per context switch from paired runs (median, min..max); prog: ns per context switch inside the configuration's BPF programs (bpf_stats, all of them), median over starts (min..max); ns/run: ns per program run over them; sched/sw: ns per switch of its scheduler hooks alone (kvm family: its sched programs); sw ns/run: ns per run of its sched_switch program; /floor: over the empty programs' (same scenario)"
