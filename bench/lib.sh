@@ -81,8 +81,11 @@ measure()
 	local cfg=$1 n=$2 base with prog ev
 
 	: > $work/$cfg
-	start_checked $cfg || return 1
-	stop_cfg
+	# P = 0: prog alone, one start (no warm-up attach, no pairs: wall "-")
+	if [ "$P" -gt 0 ]; then
+		start_checked $cfg || return 1
+		stop_cfg
+	fi
 	for i in $(seq 1 $P); do
 		assert_clean "before a run without $cfg"
 		base=$(run_ns)
@@ -98,7 +101,7 @@ measure()
 	echo "$cfg helper calls in each program's xlated code: $(prog_calls $cfg $cfg_ids)" >&2
 	prog_per_event $n > $work/$cfg.prog
 	stop_cfg
-	echo "$cfg $(spread < $work/$cfg)" >> $work/pairs
+	if [ -s $work/$cfg ]; then echo "$cfg $(spread < $work/$cfg)"; else echo "$cfg - - -"; fi >> $work/pairs
 }
 
 # measure_all EVENTS CFG...: measure each CFG, then BENCH_PROG_STARTS - 1
@@ -160,6 +163,8 @@ prog_per_event()
 	sysctl -q -w kernel.bpf_stats_enabled=0
 	median < $pr >> $work/${cfg:-prog}.perrun
 	cat $pp >> $work/${cfg:-prog}.perprog
+	echo "${cfg:-prog} prog per event, each run: $(echo $runs); ns per program run: $(tr '\n' ' ' < $pr)" >&2
+	sed "s/^/${cfg:-prog} program (ns\/run ns\/event runs\/event): /" $pp >&2
 	if [ -n "${2:-}" ]; then echo "$runs" | spread; else echo "$runs" | median; fi
 }
 
