@@ -62,8 +62,8 @@ stop_cfg()
 	sleep 0.3
 }
 
-# med_of FILE NAMEPATTERN FIELD: median of FIELD over FILE's lines whose
-# name (field 1) matches; for "sum", the medians summed per name
+# prog_med FILE NAMEPATTERN FIELD: median of FIELD over FILE's lines whose
+# name (field 1) matches; sched_sum: the medians summed per name
 prog_med()
 {
 	awk -v p="$2" -v f=$3 '$1 ~ p {print $f}' "$1" | median
@@ -83,7 +83,7 @@ report()
 {
 	local t=$1 px=$2 cfg med lo hi prog plo phi
 	local floor=$(col ${px}empty_sched 5) rq=$(col ${px}runqlat 5)
-	local fsw=$(prog_med $work/${px}empty_sched.perprog switch 2)
+	local fsw=$(prog_med $work/${px}empty_sched.perprog sched_switch 2)
 	echo "$t"
 	printf '%-16s %8s %14s %8s %12s %7s %7s %8s %9s %8s %7s\n' config wall "min..max" prog "min..max" /floor /runqlt "ns/run" "sched/sw" "sw ns/run" /floor
 	while read -r cfg med lo hi prog plo phi; do
@@ -94,7 +94,8 @@ report()
 		*virt*) ssum=$(sched_sum $work/$cfg.perprog sched 3) ;;
 		*) ssum=$(sched_sum $work/$cfg.perprog . 3) ;;
 		esac
-		swrun=$(prog_med $work/$cfg.perprog switch 2)
+		# sched_switch: not the kvm family's switch_vmcb
+		swrun=$(prog_med $work/$cfg.perprog sched_switch 2)
 		printf '%-16s %8s %14s %8s %12s %7s %7s %8s %9s %8s %7s\n' $cfg $med "$lo..$hi" $prog "$plo..$phi" \
 			$(ratio $prog "$floor") $(ratio $prog "$rq") "$run" "$ssum" "${swrun:--}" $(ratio "${swrun:--}" "$fsw")
 	done < $work/summary
