@@ -22,6 +22,15 @@ int empty_tp_exit(void *ctx) { return 0; }
 SEC("tracepoint/kvm/kvm_entry")
 int empty_tp_entry(void *ctx) { return 0; }
 
+/* The floor of the kvm family's scheduler hooks (sched = true): the same
+ * three tp_btf tracepoints, empty (bench/sched.sh, emptyload sched). */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(empty_sched_switch) { return 0; }
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(empty_sched_wakeup) { return 0; }
+SEC("tp_btf/sched_migrate_task")
+int BPF_PROG(empty_sched_migrate) { return 0; }
+
 /* Building blocks of a per-exit program, each alone on kvm_entry (tp_btf),
  * so bench/blocks.sh can price them with kernel.bpf_stats_enabled. */
 struct blk_val {

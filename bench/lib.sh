@@ -3,7 +3,12 @@
 # on failure), stop_cfg, run_ns (one workload run, prints its ns) and sets
 # work (a scratch dir) and P (pairs); measure_all EVENTS CFG... then
 # writes "cfg median min max prog prog_min prog_max" per configuration to
-# $work/summary, all per event.
+# $work/summary, all per event. A run_ns whose event count varies from run
+# to run (sched.sh: the run's context switches) writes it to $work/events:
+# it then replaces EVENTS for that run. prog_per_event also keeps, per
+# start, the ns per program run over all the configuration's programs
+# ($work/CFG.perrun) and per program "name ns/run ns/event runs/event"
+# ($work/CFG.perprog).
 
 # wait_for FILE PATTERN SECONDS
 wait_for()
@@ -73,26 +78,30 @@ col() { awk -v c="$1" -v k="$2" '$1 == c {print $k}' $work/summary; }
 # program run). Every start is preceded by assert_clean.
 measure()
 {
-	local cfg=$1 n=$2 base with prog
+	local cfg=$1 n=$2 base with prog ev
 
 	: > $work/$cfg
-	start_checked $cfg || return 1
-	stop_cfg
+	# P = 0: prog alone, one start (no warm-up attach, no pairs: wall "-")
+	if [ "$P" -gt 0 ]; then
+		start_checked $cfg || return 1
+		stop_cfg
+	fi
 	for i in $(seq 1 $P); do
 		assert_clean "before a run without $cfg"
 		base=$(run_ns)
 		start_checked $cfg || return 1
 		with=$(run_ns)
+		ev=$(run_events $n)
 		stop_cfg
-		echo "$cfg pair $i: without $base ns, with $with ns" >&2
-		echo $(( (with - base) / n )) >> $work/$cfg
+		echo "$cfg pair $i: without $base ns, with $with ns ($ev events)" >&2
+		echo $(( (with - base) / ev )) >> $work/$cfg
 	done
 	start_checked $cfg || return 1
 	echo "$cfg programs: $(prog_names $cfg_ids)" >&2
 	echo "$cfg helper calls in each program's xlated code: $(prog_calls $cfg $cfg_ids)" >&2
 	prog_per_event $n > $work/$cfg.prog
 	stop_cfg
-	echo "$cfg $(spread < $work/$cfg)" >> $work/pairs
+	if [ -s $work/$cfg ]; then echo "$cfg $(spread < $work/$cfg)"; else echo "$cfg - - -"; fi >> $work/pairs
 }
 
 # measure_all EVENTS CFG...: measure each CFG, then BENCH_PROG_STARTS - 1
@@ -107,6 +116,7 @@ measure_all()
 	local n=$1 cfg r
 	shift
 	: > $work/pairs
+	for cfg in "$@"; do : > $work/$cfg.perrun; : > $work/$cfg.perprog; done
 	for cfg in "$@"; do measure $cfg $n; done
 	for r in $(seq 2 ${BENCH_PROG_STARTS:-1}); do
 		for cfg in "$@"; do
@@ -130,17 +140,61 @@ measure_all()
 # SPREAD, "median min max"
 prog_per_event()
 {
-	local t0 t1 c0 c1 runs
+	local t0 t1 c0 c1 runs ev id pr=$work/perrun.tmp pp=$work/perprog.tmp
+	: > $pr; : > $pp
+	for id in $cfg_ids; do echo "$id $(prog_fullname $id)"; done > $work/names
 	sysctl -q -w kernel.bpf_stats_enabled=1
 	runs=$(for _ in $(seq 1 ${BENCH_PROG_RUNS:-3}); do
-		t0=$(prog_ns $cfg_ids) c0=$(prog_runs $cfg_ids)
+		prog_table $cfg_ids > $work/pt0
 		run_ns > /dev/null
-		t1=$(prog_ns $cfg_ids) c1=$(prog_runs $cfg_ids)
-		echo $(( (t1 - t0) / $1 ))
-		awk -v c=$((c1 - c0)) -v n=$1 'BEGIN { printf "program runs per event: %.2f\n", c / n }' >&2
+		prog_table $cfg_ids > $work/pt1
+		ev=$(run_events $1)
+		t0=$(awk '{t += $3} END {print t + 0}' $work/pt0) c0=$(awk '{c += $4} END {print c + 0}' $work/pt0)
+		t1=$(awk '{t += $3} END {print t + 0}' $work/pt1) c1=$(awk '{c += $4} END {print c + 0}' $work/pt1)
+		echo $(( (t1 - t0) / ev ))
+		awk -v t=$((t1 - t0)) -v c=$((c1 - c0)) 'BEGIN { printf "%d\n", (c > 0) ? t / c : 0 }' >> $pr
+		awk -v ev=$ev 'FILENAME ~ /names$/ { name[$1] = $2; next }
+			FILENAME ~ /pt0$/ { t[$1] = $3; c[$1] = $4; next }
+			{ dt = $3 - t[$1]; dc = $4 - c[$1]
+			  printf "%s %d %d %.3f\n", (($1 in name) ? name[$1] : $2), ((dc > 0) ? dt / dc : 0), dt / ev, dc / ev }' \
+			$work/names $work/pt0 $work/pt1 >> $pp
+		awk -v c=$((c1 - c0)) -v n=$ev 'BEGIN { printf "program runs per event: %.2f\n", c / n }' >&2
 	done)
 	sysctl -q -w kernel.bpf_stats_enabled=0
+	median < $pr >> $work/${cfg:-prog}.perrun
+	cat $pp >> $work/${cfg:-prog}.perprog
+	echo "${cfg:-prog} prog per event, each run: $(echo $runs); ns per program run: $(tr '\n' ' ' < $pr)" >&2
+	sed "s/^/${cfg:-prog} program (ns\/run ns\/event runs\/event): /" $pp >&2
 	if [ -n "${2:-}" ]; then echo "$runs" | spread; else echo "$runs" | median; fi
+}
+
+# prog_fullname ID: the program's function name from its BTF (the first
+# line of its xlated dump), else the kernel's (cut at 15 characters)
+prog_fullname()
+{
+	local n
+	n=$(bpftool prog dump xlated id "$1" 2>/dev/null | sed -n '1s/^[a-z_0-9 ]* \**\([A-Za-z_][A-Za-z_0-9]*\)(.*/\1/p')
+	[ -n "$n" ] || n=$(bpftool prog show id "$1" 2>/dev/null | sed -n '1s/.* name \([^ ]*\).*/\1/p')
+	echo "${n:-?}"
+}
+
+# run_events EVENTS: the last run's event count: $work/events if run_ns
+# wrote it, else EVENTS
+run_events() { if [ -s $work/events ]; then cat $work/events; else echo $1; fi; }
+
+# prog_table IDS: "id name run_time_ns run_cnt" per program
+prog_table()
+{
+	bpftool prog show 2>/dev/null | awk -v ids=" $* " '
+		/^[0-9]+: / { id = $1; sub(":", "", id)
+			if (index(ids, " " id " ") == 0) next
+			name = "?"; t = 0; c = 0
+			for (i = 2; i < NF; i++) {
+				if ($i == "name") name = $(i+1)
+				if ($i == "run_time_ns") t = $(i+1)
+				if ($i == "run_cnt") c = $(i+1)
+			}
+			print id, name, t, c }'
 }
 
 # start_checked CFG: start CFG on a clean VM; cfg_ids = its programs
@@ -165,6 +219,7 @@ prog_calls()
 	mkdir -p $d
 	for id in "$@"; do
 		bpftool prog dump xlated id "$id" > $d/$cfg-$id 2>&1
+		bpftool prog dump jited id "$id" > $d/$cfg-$id.jited 2>&1
 		echo "$(bpftool prog show id "$id" | sed -n '1s/.* name \([^ ]*\).*/\1/p'):$(grep -c ' call ' $d/$cfg-$id)"
 	done | tr '\n' ' '
 }
