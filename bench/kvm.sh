@@ -41,13 +41,6 @@ start_cfg()
 	esac
 }
 
-stop_cfg()
-{
-	pkill -P $pid 2>/dev/null; kill $pid 2>/dev/null
-	wait $pid 2>/dev/null
-	sleep 0.3
-}
-
 measure_all $N ${BENCH_CONFIGS:=empty_raw empty_btf empty_tp limit limit_reason virt virt_counts bpftrace bcc_kvmexit}
 
 floor=$(col empty_raw 2) bt=$(col bpftrace 2)

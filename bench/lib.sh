@@ -247,3 +247,12 @@ start_agent()
 	$b/pmdavirt -A -l $work/log -c $work/conf -M $b/modules & pid=$!
 	wait_for $work/log "$fam: active" 120
 }
+
+# Stop the configuration running as $pid and its children (bcc tools run
+# python under a shell); a family script with other needs defines its own.
+stop_cfg()
+{
+	pkill -P $pid 2>/dev/null; kill $pid 2>/dev/null
+	wait $pid 2>/dev/null
+	sleep 0.3
+}

@@ -55,13 +55,6 @@ start_cfg()
 	esac
 }
 
-stop_cfg()
-{
-	pkill -P $pid 2>/dev/null; kill $pid 2>/dev/null
-	wait $pid 2>/dev/null
-	sleep 0.3
-}
-
 # prog_med FILE NAMEPATTERN FIELD: median of FIELD over FILE's lines whose
 # name (field 1) matches; sched_sum: the medians summed per name
 prog_med()
