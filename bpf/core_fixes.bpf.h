@@ -87,4 +87,284 @@ static __always_inline __u64 vcpu_halt_polls(struct kvm_vcpu *vcpu)	/* a probe r
 	return BPF_CORE_READ(vcpu, stat.generic.halt_successful_poll);
 }
 
+/* ------------------------------------------------------------------ KVM
+ * The vendor modules' vCPU structs (kvm_amd's, kvm_intel's module BTF):
+ * just the fields read. A vcpu pointer of these is the struct kvm_vcpu's
+ * (to_svm()/to_vmx() are container_of of their first member). They are
+ * probe reads even from tp_btf: bpf_rdonly_cast takes vmlinux types only. */
+
+/* arch/x86/include/asm/svm.h struct vmcb_control_area and struct vmcb,
+ * arch/x86/kvm/svm/svm.h struct vcpu_svm: svm->vmcb->control.exit_code
+ * since KVM's first release (6aa8b732ca01, "[PATCH] kvm: userspace
+ * interface", v2.6.20) */
+struct vmcb_control_area___virt {
+	__u32 exit_code;
+} __attribute__((preserve_access_index));
+
+struct vmcb___virt {
+	struct vmcb_control_area___virt control;
+} __attribute__((preserve_access_index));
+
+struct vcpu_svm___virt {
+	struct vmcb___virt *vmcb;
+} __attribute__((preserve_access_index));
+
+/* arch/x86/kvm/svm/svm.h struct kvm_vmcb_info (svm_switch_vmcb()'s target),
+ * since 4995a3685f1b ("KVM: SVM: Use a separate vmcb for the nested L2
+ * guest", v5.13) */
+struct kvm_vmcb_info___virt {
+	struct vmcb___virt *ptr;
+} __attribute__((preserve_access_index));
+
+/* Is struct vcpu_svm in the kernel's BTF (kvm_amd loaded, with BTF)? */
+static __always_inline bool svm_vcpu_exists(void)
+{
+	return bpf_core_type_exists(struct vcpu_svm___virt);
+}
+
+/* svm->vmcb of a vcpu (probe read) */
+static __always_inline __u64 svm_vcpu_vmcb(void *vcpu)
+{
+	struct vcpu_svm___virt *svm = vcpu;
+
+	return (__u64)BPF_CORE_READ(svm, vmcb);
+}
+
+/* vmcb->control.exit_code: what svm_get_exit_info() reports (probe read) */
+static __always_inline __u32 svm_vmcb_exit_code(void *vmcb)
+{
+	struct vmcb___virt *v = vmcb;
+
+	return BPF_CORE_READ(v, control.exit_code);
+}
+
+/* svm->vmcb->control.exit_code of a vcpu (two probe reads); ~0 without
+ * struct vcpu_svm */
+static __always_inline __u32 svm_vcpu_exit_code(void *vcpu)
+{
+	struct vcpu_svm___virt *svm = vcpu;
+
+	if (!svm_vcpu_exists())
+		return 0xffffffffu;
+	return BPF_CORE_READ(svm, vmcb, control.exit_code);
+}
+
+/* target->ptr of svm_switch_vmcb(svm, target): the vmcb it switches to */
+static __always_inline __u64 svm_vmcb_info_ptr(void *target)
+{
+	struct kvm_vmcb_info___virt *t = target;
+
+	return (__u64)BPF_CORE_READ(t, ptr);
+}
+
+/* arch/x86/kvm/vmx/vmx.h union vmx_exit_reason in struct vcpu_vmx, since
+ * 8e5332402164 ("KVM: VMX: Convert vcpu_vmx.exit_reason to a union",
+ * v5.12; a u32 exit_reason before, which this does not read) */
+union vmx_exit_reason___virt {
+	__u32 full;
+} __attribute__((preserve_access_index));
+
+struct vcpu_vmx___virt {
+	union vmx_exit_reason___virt exit_reason;
+} __attribute__((preserve_access_index));
+
+/* since 7172c753c26a ("KVM: VMX: Move common fields of struct
+ * vcpu_{vmx,tdx} to a struct", v6.16) the exit reason is in struct vcpu_vt
+ * (arch/x86/kvm/vmx/common.h), vcpu_vmx's member vt */
+struct vcpu_vt___virt {
+	union vmx_exit_reason___virt exit_reason;
+} __attribute__((preserve_access_index));
+
+struct vcpu_vmx___vt {
+	struct vcpu_vt___virt vt;
+} __attribute__((preserve_access_index));
+
+/* vmx->exit_reason.full (vmx->vt.exit_reason.full since v6.16): what
+ * vmx_get_exit_info() reports (probe read); ~0 without struct vcpu_vmx */
+static __always_inline __u32 vmx_vcpu_exit_reason(void *vcpu)
+{
+	if (bpf_core_field_exists(struct vcpu_vmx___vt, vt)) {
+		struct vcpu_vmx___vt *vmx = vcpu;
+
+		return BPF_CORE_READ(vmx, vt.exit_reason.full);
+	}
+	if (bpf_core_field_exists(struct vcpu_vmx___virt, exit_reason)) {
+		struct vcpu_vmx___virt *vmx = vcpu;
+
+		return BPF_CORE_READ(vmx, exit_reason.full);
+	}
+	return 0xffffffffu;
+}
+
+/* ---------------------------------------------------------------- vhost
+ * drivers/vhost/vhost.h (the vhost module's BTF): just the fields read,
+ * all probe reads. */
+struct vhost_work___virt {
+	void *fn;
+} __attribute__((preserve_access_index));
+
+struct vhost_dev___virt;
+
+struct vhost_poll___virt {
+	struct wait_queue_entry wait;
+	struct vhost_work___virt work;
+	unsigned int mask;
+	struct vhost_dev___virt *dev;
+} __attribute__((preserve_access_index));
+
+/* include/linux/mm_types.h struct mm_struct: owner since cf475ad28ac3
+ * (v2.6.26), and only with CONFIG_MEMCG (a configuration, not a version:
+ * see vhost_dev_owner) */
+struct mm_struct___virt {
+	struct task_struct *owner;
+} __attribute__((preserve_access_index));
+
+/* weight and byte_weight since e82b9b0727ff ("vhost: introduce
+ * vhost_exceeds_weight()", 2019, also in the stable kernels of then) */
+struct vhost_dev___virt {
+	struct mm_struct___virt *mm;
+	void **vqs;
+	int nvqs;
+	int weight;
+	int byte_weight;
+} __attribute__((preserve_access_index));
+
+struct vhost_virtqueue___virt {
+	struct vhost_dev___virt *dev;
+	struct vhost_poll___virt poll;
+	void *handle_kick;
+} __attribute__((preserve_access_index));
+
+/* Offsets that turn the pointers vhost's hooks get into the queue's:
+ * vq->poll, poll->wait (vhost_poll_wakeup's), poll->work (vhost_work's) */
+static __always_inline __u32 vhost_vq_poll_offset(void)
+{
+	return bpf_core_field_offset(struct vhost_virtqueue___virt, poll);
+}
+
+static __always_inline __u32 vhost_poll_wait_offset(void)
+{
+	return bpf_core_field_offset(struct vhost_poll___virt, wait);
+}
+
+static __always_inline __u32 vhost_poll_work_offset(void)
+{
+	return bpf_core_field_offset(struct vhost_poll___virt, work);
+}
+
+static __always_inline __u64 vhost_vq_dev(__u64 vq)
+{
+	struct vhost_virtqueue___virt *q = (void *)vq;
+
+	return (__u64)BPF_CORE_READ(q, dev);
+}
+
+static __always_inline __u64 vhost_vq_handle_kick(__u64 vq)
+{
+	struct vhost_virtqueue___virt *q = (void *)vq;
+
+	return (__u64)BPF_CORE_READ(q, handle_kick);
+}
+
+static __always_inline unsigned int vhost_vq_poll_mask(__u64 vq)
+{
+	struct vhost_virtqueue___virt *q = (void *)vq;
+
+	return BPF_CORE_READ(q, poll.mask);
+}
+
+static __always_inline __u64 vhost_poll_dev(__u64 poll)
+{
+	struct vhost_poll___virt *p = (void *)poll;
+
+	return (__u64)BPF_CORE_READ(p, dev);
+}
+
+static __always_inline __u64 vhost_poll_work_fn(__u64 poll)
+{
+	struct vhost_poll___virt *p = (void *)poll;
+
+	return (__u64)BPF_CORE_READ(p, work.fn);
+}
+
+/* dev->mm->owner: the task that owns the device's memory (the VMM), NULL
+ * when the device has no mm yet or the kernel has no mm->owner
+ * (CONFIG_MEMCG unset) */
+static __always_inline struct task_struct *vhost_dev_owner(__u64 dev)
+{
+	struct vhost_dev___virt *d = (void *)dev;
+	struct mm_struct___virt *mm = BPF_CORE_READ(d, mm);
+
+	if (mm && bpf_core_field_exists(mm->owner))
+		return BPF_CORE_READ(mm, owner);
+	return NULL;
+}
+
+static __always_inline int vhost_dev_weight(__u64 dev)
+{
+	struct vhost_dev___virt *d = (void *)dev;
+
+	return BPF_CORE_READ(d, weight);
+}
+
+static __always_inline int vhost_dev_byte_weight(__u64 dev)
+{
+	struct vhost_dev___virt *d = (void *)dev;
+
+	return BPF_CORE_READ(d, byte_weight);
+}
+
+static __always_inline __u64 vhost_dev_vqs(__u64 dev)
+{
+	struct vhost_dev___virt *d = (void *)dev;
+
+	return (__u64)BPF_CORE_READ(d, vqs);
+}
+
+static __always_inline int vhost_dev_nvqs(__u64 dev)
+{
+	struct vhost_dev___virt *d = (void *)dev;
+
+	return BPF_CORE_READ(d, nvqs);
+}
+
+/* --------------------------------------------------------------- virtio
+ * drivers/virtio/virtio_ring.c struct vring_virtqueue: private to that
+ * file (the virtio_ring module's BTF, or vmlinux's when built in), its
+ * first member the struct virtqueue (to_vvq() is a container_of: both
+ * pointers are equal). free_head, the head of the free descriptor list
+ * (the head the next add takes), has been a member since 0a8a69dd77dd
+ * ("Virtio helper routines for a descriptor ringbuffer implementation",
+ * v2.6.24) and stayed one, shared by both layouts, when 1ce9e6055fa0
+ * ("virtio_ring: introduce packed ring support", v5.0) moved the split
+ * ring's own fields into vq->split; vring_map_one_sg(vq, ...), the hook
+ * that reads it, exists since 780bc7903a32 ("virtio_ring: Support DMA
+ * APIs", v4.6). */
+struct vring_virtqueue___virt {
+	unsigned int free_head;
+} __attribute__((preserve_access_index));
+
+/* vq->free_head of a BTF-typed vq (fentry: a plain load) */
+static __always_inline unsigned int vring_free_head(void *vq)
+{
+	return ((struct vring_virtqueue___virt *)vq)->free_head;
+}
+
+/* vq->free_head of an untyped vq (kprobe: a probe read) */
+static __always_inline unsigned int vring_free_head_probe(void *vq)
+{
+	struct vring_virtqueue___virt *v = vq;
+
+	return BPF_CORE_READ(v, free_head);
+}
+
+/* Does struct scatterlist begin with page_link (8 bytes), offset, length,
+ * so that its first 16 bytes can be read in one probe read? Not with
+ * CONFIG_DEBUG_SG, whose sg_magic comes first (include/linux/scatterlist.h). */
+static __always_inline bool scatterlist_plain_head(void)
+{
+	return bpf_core_field_offset(struct scatterlist, page_link) == 0 &&
+	       bpf_core_field_offset(struct scatterlist, length) == 12;
+}
+
 #endif

@@ -37,47 +37,10 @@ const volatile bool sched = true;
  * their vCPU's svm->vmcb, kept current by virt_kvm_tp_btf_switch_vmcb */
 const volatile bool vmcb_cache = false;
 
-/* Vendor structs, just the fields we read; CO-RE finds the real layout. */
-/* arch/x86/include/asm/svm.h struct vmcb_control_area */
-struct vmcb_control_area___virt {
-	__u32 exit_code;
-} __attribute__((preserve_access_index));
-
-/* arch/x86/include/asm/svm.h struct vmcb */
-struct vmcb___virt {
-	struct vmcb_control_area___virt control;
-} __attribute__((preserve_access_index));
-
-/* arch/x86/kvm/svm/svm.h struct vcpu_svm; its first member is the struct
- * kvm_vcpu (to_svm() is a container_of), so both have one address */
-struct vcpu_svm___virt {
-	struct vmcb___virt *vmcb;
-} __attribute__((preserve_access_index));
-
-/* arch/x86/kvm/svm/svm.h struct kvm_vmcb_info, since 4995a3685f1b (v5.13) */
-struct kvm_vmcb_info___virt {
-	struct vmcb___virt *ptr;
-} __attribute__((preserve_access_index));
-
-/* arch/x86/kvm/vmx/vmx.h union vmx_exit_reason, since 8e5332402164 (v5.12) */
-union vmx_exit_reason___virt {
-	__u32 full;
-} __attribute__((preserve_access_index));
-
-/* arch/x86/kvm/vmx/vmx.h struct vcpu_vmx: a u32 exit_reason before v5.12 */
-struct vcpu_vmx___virt {
-	union vmx_exit_reason___virt exit_reason;
-} __attribute__((preserve_access_index));
-
-/* since 7172c753c26a (v6.16, for TDX) the exit reason is in struct vcpu_vt
- * (arch/x86/kvm/vmx/common.h), vcpu_vmx's member vt */
-struct vcpu_vt___virt {
-	union vmx_exit_reason___virt exit_reason;
-} __attribute__((preserve_access_index));
-
-struct vcpu_vmx___vt {
-	struct vcpu_vt___virt vt;
-} __attribute__((preserve_access_index));
+/* The vendor structs the exit reason is read from (struct vcpu_svm,
+ * vcpu_vmx and what changed in them): bpf/core_fixes.bpf.h. The classic
+ * tracepoint's records below are no version flavours but this family's
+ * attach variant: they stay here. */
 
 /* Classic tracepoint records (include/trace/events/kvm.h, arch/x86/kvm/trace.h). */
 /* arch/x86/kvm/trace.h TRACE_EVENT(kvm_exit) */
@@ -222,21 +185,10 @@ static __always_inline __u32 exit_slot(__u32 isa, __u32 code)
  * only). */
 static __always_inline __u32 vendor_exit_code(void *vcpu, __u32 isa)
 {
-	if (isa == KVM_ISA_SVM && bpf_core_type_exists(struct vcpu_svm___virt)) {
-		struct vcpu_svm___virt *svm = vcpu;
-
-		return BPF_CORE_READ(svm, vmcb, control.exit_code);
-	}
-	if (isa == KVM_ISA_VMX && bpf_core_field_exists(struct vcpu_vmx___vt, vt)) {
-		struct vcpu_vmx___vt *vmx = vcpu;
-
-		return BPF_CORE_READ(vmx, vt.exit_reason.full);
-	}
-	if (isa == KVM_ISA_VMX && bpf_core_field_exists(struct vcpu_vmx___virt, exit_reason)) {
-		struct vcpu_vmx___virt *vmx = vcpu;
-
-		return BPF_CORE_READ(vmx, exit_reason.full);
-	}
+	if (isa == KVM_ISA_SVM)
+		return svm_vcpu_exit_code(vcpu);
+	if (isa == KVM_ISA_VMX)
+		return vmx_vcpu_exit_reason(vcpu);
 	return 0xffffffffu;
 }
 
@@ -321,11 +273,9 @@ static __always_inline __u32 vcpu_id_of(enum vcpu_id_src src, void *p)
  * at claim, then kept current by virt_kvm_tp_btf_switch_vmcb. */
 static __always_inline __u64 vmcb_of(enum vcpu_id_src src, void *p)
 {
-	struct vcpu_svm___virt *svm = p;
-
-	if (!vmcb_cache || src != ID_BTF || !bpf_core_type_exists(struct vcpu_svm___virt))
+	if (!vmcb_cache || src != ID_BTF || !svm_vcpu_exists())
 		return 0;
-	return (__u64)BPF_CORE_READ(svm, vmcb);
+	return svm_vcpu_vmcb(p);
 }
 
 /* What trace_kvm_exit() recorded as exit_reason (vendor_exit_code()), the
@@ -336,11 +286,8 @@ static __always_inline __u32 exit_code(__u32 isa, enum vcpu_id_src src, void *p,
 {
 	if (src == ID_RECORD)
 		return ((struct trace_event_raw_kvm_exit___virt *)p)->exit_reason;
-	if (vmcb_cache && isa == KVM_ISA_SVM && s && s->vmcb) {
-		struct vmcb___virt *vmcb = (void *)s->vmcb;
-
-		return BPF_CORE_READ(vmcb, control.exit_code);
-	}
+	if (vmcb_cache && isa == KVM_ISA_SVM && s && s->vmcb)
+		return svm_vmcb_exit_code((void *)s->vmcb);
 	return vendor_exit_code(p, isa);
 }
 
@@ -874,8 +821,7 @@ int BPF_PROG(virt_kvm_tp_btf_exit, struct kvm_vcpu *vcpu, __u32 isa)
  * an operator's rmmod of it would fail while the agent runs (qa 103); the
  * hook is rare (nested entries and exits), so its cost does not matter. */
 SEC("kprobe/svm_switch_vmcb")
-int BPF_KPROBE(virt_kvm_tp_btf_switch_vmcb, struct vcpu_svm___virt *svm,
-	       struct kvm_vmcb_info___virt *target)
+int BPF_KPROBE(virt_kvm_tp_btf_switch_vmcb, void *svm, void *target)
 {
 	struct kvm_vcpu_slot *s;
 	__u32 idx;
@@ -884,7 +830,7 @@ int BPF_KPROBE(virt_kvm_tp_btf_switch_vmcb, struct vcpu_svm___virt *svm,
 		return 0;
 	s = find_vcpu((__u64)svm, &idx);
 	if (s)
-		s->vmcb = (__u64)BPF_CORE_READ(target, ptr);
+		s->vmcb = svm_vmcb_info_ptr(target);
 	return 0;
 }
 

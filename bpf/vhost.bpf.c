@@ -40,6 +40,7 @@
 #include <bpf/bpf_core_read.h>
 #include "vhost.h"
 #include "virt_bpf.h"
+#include "core_fixes.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -53,42 +54,8 @@ char LICENSE[] SEC("license") = "GPL";
 /* wakeup -> handler latency above this is a stall (ns) */
 const volatile __u64 stall_ns = 1000000;
 
-/* Just what we read; CO-RE finds the layout in the vhost module's BTF. */
-/* drivers/vhost/vhost.h struct vhost_work */
-struct vhost_work___virt {
-	void *fn;
-} __attribute__((preserve_access_index));
-
-struct vhost_dev___virt;
-
-/* drivers/vhost/vhost.h struct vhost_poll */
-struct vhost_poll___virt {
-	struct wait_queue_entry wait;
-	struct vhost_work___virt work;
-	unsigned int mask;
-	struct vhost_dev___virt *dev;
-} __attribute__((preserve_access_index));
-
-/* include/linux/mm_types.h struct mm_struct (owner: CONFIG_MEMCG only) */
-struct mm_struct___virt {
-	struct task_struct *owner;
-} __attribute__((preserve_access_index));
-
-/* drivers/vhost/vhost.h struct vhost_dev (weights since e82b9b0727ff) */
-struct vhost_dev___virt {
-	struct mm_struct___virt *mm;
-	void **vqs;
-	int nvqs;
-	int weight;
-	int byte_weight;
-} __attribute__((preserve_access_index));
-
-/* drivers/vhost/vhost.h struct vhost_virtqueue */
-struct vhost_virtqueue___virt {
-	struct vhost_dev___virt *dev;
-	struct vhost_poll___virt poll;
-	void *handle_kick;
-} __attribute__((preserve_access_index));
+/* vhost's structs (the vhost module's BTF), behind accessors:
+ * bpf/core_fixes.bpf.h */
 
 _Static_assert(VHOST_SLOT_FREED == VIRT_SLOT_FREED, "the agent frees slots as virt_bpf.h reads them");
 
@@ -115,9 +82,9 @@ struct {
 	__type(value, __u64);
 } drops SEC(".maps");
 
-#define POLL_OFF	bpf_core_field_offset(struct vhost_virtqueue___virt, poll)
-#define WAIT_OFF	bpf_core_field_offset(struct vhost_poll___virt, wait)
-#define WORK_OFF	bpf_core_field_offset(struct vhost_poll___virt, work)
+#define POLL_OFF	vhost_vq_poll_offset()
+#define WAIT_OFF	vhost_poll_wait_offset()
+#define WORK_OFF	vhost_poll_work_offset()
 
 /* ------------------------------------------------------------ queues */
 
@@ -146,31 +113,26 @@ static long find_index_step(__u32 i, void *ctx)
  * last: the agent shows a slot once dev is set. */
 static __always_inline void fill_queue(struct vhost_slot *s, __u64 vq)
 {
-	struct vhost_virtqueue___virt *q = (void *)vq;
-	struct vhost_dev___virt *dev = BPF_CORE_READ(q, dev);
+	__u64 dev = vhost_vq_dev(vq);
 	struct find_index f = { .vq = vq, .index = ~0u };
 	int nvqs;
 
-	s->q.fn = (__u64)BPF_CORE_READ(q, handle_kick);
-	s->mask = BPF_CORE_READ(q, poll.mask);
+	s->q.fn = vhost_vq_handle_kick(vq);
+	s->mask = vhost_vq_poll_mask(vq);
 	if (dev) {
-		struct mm_struct___virt *mm = BPF_CORE_READ(dev, mm);
+		struct task_struct *t = vhost_dev_owner(dev);
 
-		if (mm && bpf_core_field_exists(mm->owner)) {
-			struct task_struct *t = BPF_CORE_READ(mm, owner);
-
-			if (t)
-				s->q.owner = BPF_CORE_READ(t, tgid);
-		}
-		s->weight = BPF_CORE_READ(dev, weight);
-		s->byte_weight = BPF_CORE_READ(dev, byte_weight);
-		f.vqs = (__u64)BPF_CORE_READ(dev, vqs);
-		nvqs = BPF_CORE_READ(dev, nvqs);
+		if (t)
+			s->q.owner = BPF_CORE_READ(t, tgid);
+		s->weight = vhost_dev_weight(dev);
+		s->byte_weight = vhost_dev_byte_weight(dev);
+		f.vqs = vhost_dev_vqs(dev);
+		nvqs = vhost_dev_nvqs(dev);
 		if (f.vqs && nvqs > 0)
 			bpf_loop(nvqs < 1024 ? nvqs : 1024, find_index_step, &f, 0);
 	}
 	s->q.index = f.index;
-	s->q.dev = (__u64)dev;
+	s->q.dev = dev;
 }
 
 /* The queue's slot (virt_slot_get); a slot just claimed is filled in: a
@@ -203,15 +165,13 @@ static __always_inline struct vhost_slot *lookup_queue(__u64 vq, bool create, __
  * (a notvq slot, so that its next wakeups cost one lookup). */
 static __always_inline struct vhost_slot *first_wakeup(__u64 vq)
 {
-	struct vhost_virtqueue___virt *q = (void *)vq;
-	struct vhost_poll___virt *p = (void *)(vq + POLL_OFF);
-	struct vhost_dev___virt *dev = BPF_CORE_READ(p, dev);
+	__u64 poll = vq + POLL_OFF;
+	__u64 dev = vhost_poll_dev(poll);
 
 	if (!dev)
 		return NULL;
-	if (BPF_CORE_READ(q, dev) != dev ||
-	    BPF_CORE_READ(q, handle_kick) != BPF_CORE_READ(p, work.fn))
-		return lookup_queue(vq, true, (__u64)dev);
+	if (vhost_vq_dev(vq) != dev || vhost_vq_handle_kick(vq) != vhost_poll_work_fn(poll))
+		return lookup_queue(vq, true, dev);
 	return lookup_queue(vq, true, 0);
 }
 

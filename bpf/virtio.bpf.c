@@ -28,6 +28,7 @@
 #include <bpf/bpf_core_read.h>
 #include "virtio.h"
 #include "virt_bpf.h"
+#include "core_fixes.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -206,8 +207,7 @@ static long walk_step(__u32 i, void *ctx)
 		w->stepped = 0;
 		return 0;
 	}
-	if (bpf_core_field_offset(struct scatterlist, page_link) == 0 &&
-	    bpf_core_field_offset(struct scatterlist, length) == 12) {
+	if (scatterlist_plain_head()) {
 		struct sg_head h;
 
 		if (bpf_probe_read_kernel(&h, sizeof(h), (void *)w->sg)) {
@@ -567,18 +567,12 @@ static __always_inline void on_del(__u64 vq)
 
 /* Latency only (the agent loads them with latency on): descriptor heads.
  * First in the object, so attached before the add and get_buf hooks: an
- * add or completion seen at all is seen with its head. The ring's own
- * struct, for its free list head (vq is its first member,
- * so the two pointers are equal). */
-/* drivers/virtio/virtio_ring.c struct vring_virtqueue */
-struct vring_virtqueue___virt {
-	unsigned int free_head;
-} __attribute__((preserve_access_index));
-
+ * add or completion seen at all is seen with its head: the head an add
+ * takes is the ring's free list head, vring_free_head() (core_fixes.bpf.h). */
 SEC("fentry/vring_map_one_sg")
-int BPF_PROG(virt_virtio_fentry_map_sg, struct vring_virtqueue___virt *vq)
+int BPF_PROG(virt_virtio_fentry_map_sg, void *vq)
 {
-	on_map_sg(VQ_ARG(ctx), vq->free_head);
+	on_map_sg(VQ_ARG(ctx), vring_free_head(vq));
 	return 0;
 }
 
@@ -783,9 +777,9 @@ static __always_inline bool pop(__u32 fn, __u64 *vq, __u64 *data)
 }
 
 SEC("kprobe/vring_map_one_sg")
-int BPF_KPROBE(virt_virtio_kprobe_map_sg, struct vring_virtqueue___virt *vq)
+int BPF_KPROBE(virt_virtio_kprobe_map_sg, void *vq)
 {
-	on_map_sg((__u64)vq, BPF_CORE_READ(vq, free_head));
+	on_map_sg((__u64)vq, vring_free_head_probe(vq));
 	return 0;
 }
 

@@ -1170,6 +1170,7 @@ static int kvm_labels(struct virt_family *fam, enum virt_indom_id indom, unsigne
 const struct virt_module virt_module = {
 	.abi = VIRT_MODULE_ABI,
 	.name = "kvm",
+	.layout = VIRT_MODULE_LAYOUT,
 	.options = kvm_options,
 	.noptions = NOPTS,
 	.ready = kvm_ready,

@@ -916,6 +916,7 @@ static int qemu_labels(struct virt_family *fam, enum virt_indom_id indom, unsign
 const struct virt_module virt_module = {
 	.abi = VIRT_MODULE_ABI,
 	.name = "qemu",
+	.layout = VIRT_MODULE_LAYOUT,
 	.options = qemu_options,
 	.noptions = NOPTS,
 	.ready = qemu_ready,

@@ -782,6 +782,7 @@ static int vhost_labels(struct virt_family *fam, enum virt_indom_id indom, unsig
 const struct virt_module virt_module = {
 	.abi = VIRT_MODULE_ABI,
 	.name = "vhost",
+	.layout = VIRT_MODULE_LAYOUT,
 	.options = vhost_options,
 	.noptions = NOPTS,
 	.ready = vhost_ready,

@@ -500,6 +500,7 @@ static int virtio_labels(struct virt_family *fam, enum virt_indom_id indom, unsi
 const struct virt_module virt_module = {
 	.abi = VIRT_MODULE_ABI,
 	.name = "virtio",
+	.layout = VIRT_MODULE_LAYOUT,
 	.options = virtio_options,
 	.noptions = NOPTS,
 	.ready = virtio_ready,

@@ -8,10 +8,12 @@
  * buckets once they are non-zero (counters only grow, so instances only
  * appear, until the row is retired).
  */
+/* before the guard: virt.h ends with layout.h, which needs this header whole */
+#include "virt.h"
+
 #ifndef VIRT_ROWS_H
 #define VIRT_ROWS_H
 
-#include "virt.h"
 #include "array.h"
 #include "hist.h"
 

@@ -1,6 +1,7 @@
 /*
  * The agent's configuration: its own options, the family modules it loads
- * (modules/virt_<name>.so, refused unless built with the agent's tables)
+ * (modules/virt_<name>.so, refused unless built with the agent's tables and
+ * layout: pmda/core/layout.h)
  * and virt.conf parsed into every family's options (pmda/core/config.c).
  */
 #include "agent.h"
@@ -64,6 +65,52 @@ void virt_print_config(void)
 				      virt_families[f].mod->noptions);
 }
 
+/* Does the module share the agent's layout of the shared structs
+ * (VIRT_MODULE_LAYOUT)? If not, its status names the records that differ. */
+static bool layout_matches(struct virt_family *fam, const char *path,
+			   const struct virt_layout *ml)
+{
+	const struct virt_layout *al = VIRT_MODULE_LAYOUT;
+	char diff[VIRT_REASON_MAX] = "";
+	size_t n = 0;
+
+	if (ml && ml->hash == al->hash)
+		return true;
+	/* what differs: records of the agent's the module has otherwise or
+	 * not at all, then records the agent does not have */
+	for (unsigned int i = 0; ml && i < al->nrecords && n < sizeof(diff); i++) {
+		const struct virt_layout_record *a = &al->records[i], *m = NULL;
+
+		for (unsigned int j = 0; j < ml->nrecords && !m; j++)
+			if (strcmp(ml->records[j].name, a->name) == 0)
+				m = &ml->records[j];
+		if (!m)
+			n += snprintf(diff + n, sizeof(diff) - n, "%s%s: missing", n ? "; " : "", a->name);
+		else if (m->size != a->size)
+			n += snprintf(diff + n, sizeof(diff) - n, "%s%s: %llu bytes, the agent's %llu",
+				      n ? "; " : "", a->name, (unsigned long long)m->size,
+				      (unsigned long long)a->size);
+		else if (m->hash != a->hash)
+			n += snprintf(diff + n, sizeof(diff) - n, "%s%s: laid out otherwise",
+				      n ? "; " : "", a->name);
+	}
+	for (unsigned int j = 0; ml && j < ml->nrecords && n < sizeof(diff); j++) {
+		bool known = false;
+
+		for (unsigned int i = 0; i < al->nrecords && !known; i++)
+			known = strcmp(ml->records[j].name, al->records[i].name) == 0;
+		if (!known)
+			n += snprintf(diff + n, sizeof(diff) - n, "%s%s: not in the agent",
+				      n ? "; " : "", ml->records[j].name);
+	}
+	pmNotifyErr(LOG_ERR, "%s: layout %016llx, the agent's %016llx: %s", path,
+		    ml ? (unsigned long long)ml->hash : 0ULL, (unsigned long long)al->hash,
+		    ml ? diff : "no layout");
+	virt_set_reason(fam, "%s: built with another layout of the structs shared with the agent "
+			"(%s): rebuild and install both", path, ml ? diff : "none recorded");
+	return false;
+}
+
 void virt_load_modules(void)
 {
 	for (int f = 0; f < VIRT_NFAMILIES; f++) {
@@ -91,6 +138,10 @@ void virt_load_modules(void)
 					"the agent has %u with %08x: rebuild and install both",
 					path, (unsigned int)(mod->abi >> 32), (unsigned int)mod->abi,
 					VIRT_MODULE_VERSION, (unsigned int)VIRT_TABLES_CRC);
+			dlclose(dl);
+			continue;
+		}
+		if (!layout_matches(fam, path, mod->layout)) {
 			dlclose(dl);
 			continue;
 		}

@@ -22,9 +22,14 @@
 /* A module answers for metrics by their VIRT_M_ ids, so it must be built
  * with the agent's metric tables: the ABI is the struct's version in the
  * high word and a checksum of metrics/<*>.def (build/tables.h, made by the
- * GNUmakefile) in the low one. */
+ * GNUmakefile) in the low one. And it shares structs with the agent (this
+ * header, rows.h, hist.h, config.h, vmid.h), so it must be built with their
+ * layout: VIRT_MODULE_LAYOUT (pmda/core/layout.h), a hash of the size and
+ * offset of every member of each, computed by the compiler that builds the
+ * module, with its flags (a -DVIRT_HIST_BUCKETS=20 changes it). The agent
+ * loads a module only if both match its own. */
 #include "tables.h"
-#define VIRT_MODULE_VERSION 5u
+#define VIRT_MODULE_VERSION 6u
 #define VIRT_MODULE_ABI ((uint64_t)VIRT_MODULE_VERSION << 32 | VIRT_TABLES_CRC)
 
 /* Global metric ids: VIRT_M_<ID> for every VIRT_METRIC in metrics/<family>.def. */
@@ -84,9 +89,26 @@ struct virt_family {
 
 struct virt_answer;
 
+/* The layout of the shared structs as one module or the agent was built
+ * with (pmda/core/layout.h): a hash over all of them, and one per struct,
+ * union or enum, so that a mismatch can be named. */
+struct virt_layout_record {
+	const char *name;		/* "struct virt_row" */
+	uint64_t size;			/* its sizeof */
+	uint64_t hash;			/* its size, alignment, members' offsets and sizes */
+};
+struct virt_layout {
+	uint64_t hash;			/* of every record */
+	unsigned int nrecords;
+	const struct virt_layout_record *records;
+};
+
 struct virt_module {
+	/* abi, name and layout keep their places in every version: the agent
+	 * reads them before it trusts anything else in the struct */
 	uint64_t abi;			/* VIRT_MODULE_ABI */
 	const char *name;		/* family name: "kvm", "virtio", ... */
+	const struct virt_layout *layout;	/* VIRT_MODULE_LAYOUT */
 	const struct virt_option *options;
 	unsigned int noptions;
 
@@ -244,5 +266,10 @@ int virt_map_dump_percpu(int fd, struct virt_bulk *b, size_t key_size, size_t nw
 			 unsigned int max_entries);
 /* Total of a per-CPU array of n u64 counters (e.g. a family's drops). */
 uint64_t virt_percpu_counters_total(int fd, struct virt_bulk *b, unsigned int n);
+
+/* VIRT_MODULE_LAYOUT; scripts/layout.sh reads these headers without it */
+#ifndef VIRT_LAYOUT_PROBE
+#include "layout.h"
+#endif
 
 #endif /* VIRT_H */

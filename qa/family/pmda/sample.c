@@ -130,6 +130,7 @@ static int sample_fetch(struct virt_family *fam, enum virt_metric_id m, unsigned
 const struct virt_module virt_module = {
 	.abi = VIRT_MODULE_ABI,
 	.name = "sample",
+	.layout = VIRT_MODULE_LAYOUT,
 	.options = sample_options,
 	.noptions = NOPTS,
 	.ready = sample_ready,
