@@ -114,7 +114,7 @@ struct kvm_vcpu_slot {
 /* The "waitq" array, one entry per CPU: the tracked vCPU running there and
  * the vCPUs waiting on its run queue (slot index + 1; 0: none). A context
  * switch on a CPU whose word any is 0 is not looked at further. */
-#define KVM_WAITERS		4
+#define KVM_WAITERS		8
 struct kvm_cpu_wait {
 	union {
 		struct {
@@ -139,7 +139,7 @@ enum kvm_drop {
 	KVM_DROP_VM,		/* more VMM processes than max_vms (vms_gone full) */
 	KVM_DROP_UEXIT,		/* KVM_EXIT_* code >= KVM_UEXIT_REASONS */
 	KVM_DROP_VCPU_GONE,	/* a destroyed vCPU's per-vCPU counts (vcpus_gone full) */
-	KVM_DROP_WAITQ,		/* a wait on a CPU with KVM_WAITERS waiting: split by its last holder only */
+	KVM_DROP_WAITQ,		/* a wait not seen: KVM_WAITERS vCPUs waited on its CPU already */
 	KVM_DROPS
 };
 
