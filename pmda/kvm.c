@@ -130,6 +130,10 @@ struct kvm_state {
 	struct kvm_stats *exits;
 	size_t nvcpus;			/* entries of vcpus and of threads */
 	struct vcpu_rec *recs;		/* one per vcpus entry */
+	/* Indexes of the slots in use at this sum and at the one before: one
+	 * pass over the (mostly free) vcpus array, then only these. */
+	uint32_t *occ, *occ_prev;
+	size_t nocc, nocc_prev;
 	struct virt_table vcpu_rows;	/* of struct vcpu_entry */
 	/* a read of vcpus_gone (max_vcpus entries) */
 	uint64_t *vgone_key;
@@ -199,10 +203,14 @@ static void unmap_arrays(struct kvm_state *st)
 	if (st->exits)
 		munmap(st->exits, KVM_SLOTS * sizeof(*st->exits));
 	free(st->recs);
+	free(st->occ);
+	free(st->occ_prev);
 	st->vcpus = NULL;
 	st->threads = NULL;
 	st->exits = NULL;
 	st->recs = NULL;
+	st->occ = st->occ_prev = NULL;
+	st->nocc = st->nocc_prev = 0;
 }
 
 static int map_arrays(struct kvm_state *st, struct kvm_bpf *skel, size_t nvcpus)
@@ -212,7 +220,10 @@ static int map_arrays(struct kvm_state *st, struct kvm_bpf *skel, size_t nvcpus)
 	st->threads = map_array(skel->maps.threads, nvcpus);
 	st->exits = map_array(skel->maps.exits, KVM_SLOTS);
 	st->recs = calloc(nvcpus, sizeof(*st->recs));
-	if (st->vcpus && st->threads && st->exits && st->recs)
+	st->occ = calloc(nvcpus, sizeof(*st->occ));
+	st->occ_prev = calloc(nvcpus, sizeof(*st->occ_prev));
+	st->nocc = st->nocc_prev = 0;
+	if (st->vcpus && st->threads && st->exits && st->recs && st->occ && st->occ_prev)
 		return 0;
 	unmap_arrays(st);
 	return -1;
@@ -818,11 +829,29 @@ static void retire_exited(struct kvm_state *st)
 	}
 }
 
+/* The slots in use now (claimed or retired), the last list kept: the
+ * one pass over all of vcpus (4096 and more slots of ~750 bytes: four
+ * passes of it were most of a refresh's CPU time). A slot claimed after
+ * this pass is taken at the next refresh. */
+static void scan_slots(struct kvm_state *st)
+{
+	uint32_t *t = st->occ_prev;
+
+	st->occ_prev = st->occ;
+	st->nocc_prev = st->nocc;
+	st->occ = t;
+	st->nocc = 0;
+	for (size_t i = 0; i < st->nvcpus; i++)
+		if (st->vcpus[i].ident)
+			st->occ[st->nocc++] = (uint32_t)i;
+}
+
 /* Slots retired by the BPF side or of exited VMMs: their counts into
  * their VM's gone, the slots freed. */
 static void free_exited_slots(struct kvm_state *st)
 {
-	for (size_t i = 0; i < st->nvcpus; i++) {
+	for (size_t j = 0; j < st->nocc; j++) {
+		size_t i = st->occ[j];
 		const volatile struct kvm_vcpu_slot *v = &st->vcpus[i];
 		uint64_t ident = v->ident;
 		uint32_t tgid = v->tgid;
@@ -833,13 +862,16 @@ static void free_exited_slots(struct kvm_state *st)
 }
 
 /* Slots the kernel freed (a vCPU destroyed): it folded their counts, not
- * their threads' run delay; before exited VMs' rows retire. */
+ * their threads' run delay; before exited VMs' rows retire. A rec is
+ * taken only from a slot in use at a sum, so the slots of the last one
+ * hold every rec there is. */
 static void forget_free_slots(struct kvm_state *st)
 {
-	for (size_t i = 0; i < st->nvcpus; i++) {
+	for (size_t j = 0; j < st->nocc_prev; j++) {
+		size_t i = st->occ_prev[j];
 		const volatile struct kvm_vcpu_slot *v = &st->vcpus[i];
 
-		if (v->ident <= KVM_VCPU_RETIRED || !v->tgid) {
+		if ((v->ident <= KVM_VCPU_RETIRED || !v->tgid) && st->recs[i].tgid) {
 			rec_forget_thread(st, &st->recs[i]);
 			st->recs[i].tgid = 0;
 		}
@@ -897,8 +929,8 @@ static void sum_vcpus(struct kvm_state *st, int nvgone)
 		c->run_delay = c->rd_gone;
 		c->seen = false;
 	}
-	for (size_t i = 0; i < st->nvcpus; i++) {
-		const struct vcpu_rec *r = &st->recs[i];
+	for (size_t j = 0; j < st->nocc; j++) {
+		const struct vcpu_rec *r = &st->recs[st->occ[j]];
 		struct vm_entry *vm;
 		struct vcpu_entry *c;
 
@@ -939,6 +971,7 @@ static void sum_vms(struct kvm_state *st, struct virt_family *fam)
 		if (!vm->k.row.live && !vm->retired)	/* its threads are other VMs' no more */
 			id_unmark(st->skel->bss->vmm_tgids, (uint32_t)vm->k.key);
 	}
+	scan_slots(st);
 	free_exited_slots(st);
 	forget_free_slots(st);
 	n = read_gone(st, max_vms);
@@ -951,7 +984,8 @@ static void sum_vms(struct kvm_state *st, struct virt_family *fam)
 		memcpy(vm->sum, vm->gone, sizeof(vm->sum));
 		vm->d.run_delay = vm->d.rd_gone;
 	}
-	for (size_t i = 0; i < st->nvcpus; i++) {
+	for (size_t j = 0; j < st->nocc; j++) {
+		size_t i = st->occ[j];
 		const volatile struct kvm_vcpu_slot *v = &st->vcpus[i];
 		uint64_t ident = v->ident;
 		uint32_t tgid = v->tgid;

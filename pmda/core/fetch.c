@@ -94,6 +94,12 @@ static int fetch_control(enum virt_metric_id id, unsigned int inst, pmAtomValue 
 			return PMDA_FETCH_NOVALUES;
 		atom->ull = fam->attach_ns;
 		return PMDA_FETCH_STATIC;
+	case VIRT_M_MODULE_REFRESH_NS:
+		atom->ull = fam->refresh_ns;
+		return PMDA_FETCH_STATIC;
+	case VIRT_M_MODULE_REFRESH_CPU_NS:
+		atom->ull = fam->refresh_cpu_ns;
+		return PMDA_FETCH_STATIC;
 	default:
 		return PM_ERR_PMID;
 	}

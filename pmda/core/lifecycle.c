@@ -164,12 +164,17 @@ static void failed(struct virt_family *fam, bool retry_it)
 	}
 }
 
-static uint64_t cpu_ms(void)
+static uint64_t cpu_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t cpu_ms(void)
+{
+	return cpu_ns() / 1000000;
 }
 
 static void try_attach(struct virt_family *fam)
@@ -268,15 +273,18 @@ static void give_back_windows(void)
 
 void virt_refresh_family(struct virt_family *fam)
 {
-	uint64_t start;
+	uint64_t start, cpu;
 	int rc;
 
 	if (fam->state != VIRT_ACTIVE || !fam->mod->refresh)
 		return;
 	virt_refreshes++;
-	start = virt_now_ms();
+	start = virt_mono_ns();
+	cpu = cpu_ns();
 	rc = fam->mod->refresh(fam);
-	note_slow(fam, "refresh", start);
+	fam->refresh_cpu_ns += cpu_ns() - cpu;
+	fam->refresh_ns += virt_mono_ns() - start;
+	note_slow(fam, "refresh", start / 1000000);
 	if (rc < 0)
 		pmNotifyErr(LOG_WARNING, "%s: refresh failed: %s", fam->name, strerror(-rc));
 	give_back_windows();

@@ -78,6 +78,8 @@ struct virt_family {
 	unsigned int programs;		/* BPF programs attached */
 	uint64_t attach_attempts;
 	uint64_t attach_ns;		/* duration of the last successful attach */
+	uint64_t refresh_ns;		/* wall time in refresh(), cumulative */
+	uint64_t refresh_cpu_ns;	/* the agent's CPU time in refresh() */
 	uint64_t dropped;		/* events lost to full maps, cumulative */
 	union virt_optval *opts;	/* indexed as mod->options */
 	void *priv;			/* the module's own state */
