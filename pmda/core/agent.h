@@ -39,6 +39,12 @@ void virt_poll_families(void);		/* every poll interval and at start */
 void virt_refresh_family(struct virt_family *fam);
 void virt_shutdown_families(void);
 
+/* progstats.c: run time and runs of each family's own BPF programs */
+void virt_progstats_hold(bool on);	/* [agent] bpf_stats: hold BPF_ENABLE_STATS */
+void virt_progstats_refresh(void);	/* once per fetch that asks for them */
+void virt_progstats_fold(struct virt_family *fam);	/* before its object goes */
+int virt_progstats_fetch(const struct virt_family *fam, bool runs, pmAtomValue *atom);
+
 /* ksyms.c: virt_ksym_lookup's /proc/kallsyms pass ("addr type name
  * [module]" lines; the first line with a name wins) */
 int virt_ksym_scan(FILE *f, const char *const names[], uint64_t addrs[], bool present[],

@@ -12,10 +12,13 @@
 
 int virt_fetch(int numpmid, pmID *pmidlist, pmResult **resp, pmdaExt *pmda)
 {
-	bool want[VIRT_NFAMILIES] = { false };
+	bool want[VIRT_NFAMILIES] = { false }, cost = false;
 
 	for (int i = 0; i < numpmid; i++) {
 		unsigned int cluster = pmID_cluster(pmidlist[i]);
+
+		cost |= pmidlist[i] == virt_metrictab[VIRT_M_MODULE_PROG_TIME].m_desc.pmid ||
+			pmidlist[i] == virt_metrictab[VIRT_M_MODULE_PROG_RUNS].m_desc.pmid;
 
 		for (int f = 1; f < VIRT_NFAMILIES; f++)
 			if ((unsigned int)virt_families[f].cluster == cluster)
@@ -24,6 +27,8 @@ int virt_fetch(int numpmid, pmID *pmidlist, pmResult **resp, pmdaExt *pmda)
 	for (int f = 1; f < VIRT_NFAMILIES; f++)
 		if (want[f])
 			virt_refresh_family(&virt_families[f]);
+	if (cost)
+		virt_progstats_refresh();
 	return pmdaFetch(numpmid, pmidlist, resp, pmda);
 }
 
@@ -94,6 +99,9 @@ static int fetch_control(enum virt_metric_id id, unsigned int inst, pmAtomValue 
 			return PMDA_FETCH_NOVALUES;
 		atom->ull = fam->attach_ns;
 		return PMDA_FETCH_STATIC;
+	case VIRT_M_MODULE_PROG_TIME:
+	case VIRT_M_MODULE_PROG_RUNS:
+		return virt_progstats_fetch(fam, id == VIRT_M_MODULE_PROG_RUNS, atom);
 	case VIRT_M_MODULE_REFRESH_NS:
 		atom->ull = fam->refresh_ns;
 		return PMDA_FETCH_STATIC;

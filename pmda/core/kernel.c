@@ -156,6 +156,7 @@ struct virt_skel *virt_attach_skel(struct virt_family *fam, const struct virt_at
 		if ((skel = attach_one(fam, ops, m, why, sizeof(why)))) {
 			snprintf(fam->method, sizeof(fam->method), "%s", m);
 			fam->attach_ns = virt_mono_ns() - start;
+			fam->obj = skel->obj;
 			return skel;
 		}
 		virt_log(LOG_INFO, "%s: %s attach failed: %s", fam->name, m, why);

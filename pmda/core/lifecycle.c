@@ -205,6 +205,7 @@ static void try_attach(struct virt_family *fam)
 		set_state(fam, VIRT_ACTIVE);
 	} else {
 		note_slow(fam, "failed attach", start);
+		fam->obj = NULL;	/* the module destroyed what it attached */
 		if (!fam->reason[0])
 			virt_set_reason(fam, "attach failed: %s", strerror(rc < 0 ? -rc : EAGAIN));
 		failed(fam, rc < 0);
@@ -214,6 +215,8 @@ static void try_attach(struct virt_family *fam)
 
 static void detach(struct virt_family *fam)
 {
+	if (fam->state == VIRT_ACTIVE)
+		virt_progstats_fold(fam);
 	if (fam->state == VIRT_ACTIVE && fam->mod->detach)
 		fam->mod->detach(fam);
 	fam->programs = 0;

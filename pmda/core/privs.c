@@ -23,7 +23,8 @@
  *                          tp_btf/fentry links and kprobe perf events
  *   CAP_SYS_ADMIN          BPF_BTF_GET_NEXT_ID / BPF_BTF_GET_FD_BY_ID for
  *                          module BTF (kvm_amd, virtio_ring, vhost): libbpf's
- *                          CO-RE relocations, our attach targets (btftargets.c)
+ *                          CO-RE relocations, our attach targets (btftargets.c);
+ *                          BPF_ENABLE_STATS ([agent] bpf_stats = true)
  *   CAP_SYSLOG             real addresses in /proc/kallsyms (vhost handler
  *                          names; kallsyms_show_value())
  *   CAP_SYS_RESOURCE       RLIMIT_MEMLOCK for BPF maps on kernels without

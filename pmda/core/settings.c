@@ -24,6 +24,9 @@ static const struct virt_option agent_options[] = {
 	  "how often families that are not attached retry (e.g. once kvm_amd or vhost_net is loaded)" },
 	{ "percentile_window_s", VIRT_OPT_UINT, 1, 3600, "10",
 	  "the *_p50/_p90/_p99 metrics cover what the histograms counted in the last this many seconds" },
+	{ "bpf_stats", VIRT_OPT_BOOL, 0, 0, "false",
+	  "true: keep the kernel's BPF run-time statistics on while the agent runs (virt.control.module.prog_*); "
+	  "costs two clock reads per run of every BPF program on the host" },
 };
 #define AGENT_NOPTS VIRT_ARRAY_SIZE(agent_options)
 static union virt_optval agent_vals[AGENT_NOPTS];
@@ -191,6 +194,7 @@ void virt_load_config(void)
 	}
 	virt_poll_ms = agent_vals[0].u;
 	virt_rows_set_window(agent_vals[1].u * 1000);
+	virt_progstats_hold(agent_vals[2].b);
 	for (int i = 1; i < VIRT_NFAMILIES; i++) {
 		struct virt_family *fam = &virt_families[i];
 

@@ -82,8 +82,12 @@ struct virt_family {
 	uint64_t refresh_cpu_ns;	/* the agent's CPU time in refresh() */
 	uint64_t dropped;		/* events lost to full maps, cumulative */
 	union virt_optval *opts;	/* indexed as mod->options */
+	struct bpf_object *obj;		/* what virt_attach_skel attached, for its
+					 * programs' run-time statistics */
 	void *priv;			/* the module's own state */
 };
+
+struct bpf_object;
 
 /* Return codes of attach(). */
 #define VIRT_ATTACHED		0
