@@ -3,7 +3,9 @@
 # fuzzing, the test VM (QEMU, busybox, the test kernels), Bochs for
 # check-vmx, the workloads and tools the QA tests drive, libvirt for tests
 # that define a domain inside the test VM (libvirtd is not started here),
-# mmdebstrap and socat for scripts/try-root.sh. Idempotent. Needs root.
+# mmdebstrap and socat for scripts/try-root.sh, build-essential, debhelper
+# and lintian for make deb and make lintian (qa 409). Idempotent. Needs
+# root.
 #
 # The test kernels -- Debian 12's linux-image-amd64 (6.1, the test VM's
 # default) and linux-image-6.12-amd64, with their headers (bcc's tools in
@@ -15,7 +17,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 "$here/setup.sh"
 . "$here/setup-lib.sh"
 
-PKGS="clang-tidy cppcheck llvm pkg-config dpkg-dev
+PKGS="clang-tidy cppcheck llvm pkg-config dpkg-dev build-essential debhelper lintian
  qemu-system-x86 busybox-static cpio file kmod xz-utils zstd git
  bpftrace bpfcc-tools
  bochs bochsbios vgabios isolinux syslinux-common xorriso

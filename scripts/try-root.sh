@@ -1,12 +1,15 @@
 #!/bin/sh
-# scripts/try-root.sh [--setup-test] bookworm|trixie -- a user's first
+# scripts/try-root.sh [--setup-test|--deb] bookworm|trixie -- a user's first
 # steps on a fresh Debian 12 or 13: in a root made by mmdebstrap (cached as
 # $PMDAVIRT_ROOTS/<suite>.tar, default /var/cache/pmdavirt/roots), run
 # README's `make setup`, then make, make install, the agent's Install and
 # pminfo, and check that no kernel went into /boot. --setup-test: a
 # developer's instead: scripts/setup-test.sh, then no libvirtd running, the
-# test kernels cached, none in /boot. Prints every step; exits non-zero
-# when one fails. Needs root, mmdebstrap, socat, unshare.
+# test kernels cached, none in /boot. --deb: the Debian package's: make
+# setup, build-essential, debhelper and lintian, make deb, make lintian
+# (no errors), apt install of the .deb, its Install and pminfo, apt
+# remove. Prints every step; exits non-zero when one fails. Needs root,
+# mmdebstrap, socat, unshare.
 #
 # The root runs in network, mount and PID namespaces of its own, so its
 # pmcd neither meets this machine's (port 44321) nor is seen by pgrep.
@@ -16,7 +19,7 @@
 # the real host.
 set -eu
 prog=try-root.sh
-usage() { echo "usage: $prog [--setup-test] bookworm|trixie" >&2; exit 2; }
+usage() { echo "usage: $prog [--setup-test|--deb] bookworm|trixie" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 roots=${PMDAVIRT_ROOTS:-/var/cache/pmdavirt/roots}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -57,6 +60,43 @@ echo "try-root: $(gcc --version | head -1); $(clang --version | head -1)"
 echo "try-root: $(dpkg-query -W -f='${Package} ${Version}  ' pcp libbpf1 bpftool)"
 pminfo -f virt.control.module.status | grep -q value || {
 	tail -20 "$(. /etc/pcp.conf; echo "$PCP_LOG_DIR")/pmcd/virt.log"; echo "try-root: FAIL: no module status"; exit 1; }
+STEPS
+	no_boot_kernel
+}
+
+# the Debian package, inside the root (README "Quick start", doc/packaging.md)
+deb_steps()
+{
+	cat <<'STEPS'
+set -ex
+cd /src/pmdavirt
+make setup
+DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends build-essential debhelper lintian
+make deb
+make lintian > /tmp/lintian.out 2>&1 || { cat /tmp/lintian.out; exit 1; }
+cat /tmp/lintian.out
+set +x
+echo "try-root: lintian $(lintian --version | sed 's/.* v//'): $(grep -c '^E:' /tmp/lintian.out) errors, $(grep -c '^W:' /tmp/lintian.out) warnings"
+set -x
+DEBIAN_FRONTEND=noninteractive apt-get install -y ./build/pcp-pmda-virt_*.deb
+ls -l /var/lib/pcp/pmdas/virt/pmdavirt
+cd /var/lib/pcp/pmdas/virt
+./Install < /dev/null
+set +x
+for i in $(seq 240); do
+	pminfo -f virt.control.version 2>/dev/null | grep -q value && break
+	sleep 0.5
+done
+set -x
+pminfo -f virt.control.version virt.control.module.status
+cd /
+DEBIAN_FRONTEND=noninteractive apt-get remove -y pcp-pmda-virt
+set +x
+echo "try-root: $(. /etc/os-release; echo "$PRETTY_NAME"), kernel $(uname -r)"
+echo "try-root: $(dpkg-query -W -f='${Package} ${Version}  ' pcp debhelper dpkg-dev lintian)"
+grep -q '^virt[[:space:]]' /etc/pcp/pmcd/pmcd.conf && { echo "try-root: FAIL: virt still in pmcd.conf"; exit 1; }
+[ ! -e /var/lib/pcp/pmdas/virt ] && [ ! -e /usr/lib/pcp/pmdas/virt ] || { echo "try-root: FAIL: agent files left"; exit 1; }
+echo "try-root: package built, lintian-clean, installed, Installed, removed"
 STEPS
 	no_boot_kernel
 }
@@ -126,7 +166,7 @@ if [ "$1" = --inside ]; then
 	exit
 fi
 steps=user_steps
-[ "$1" != --setup-test ] || { steps=test_steps; shift; }
+case "$1" in --setup-test) steps=test_steps; shift ;; --deb) steps=deb_steps; shift ;; esac
 case "${1:-}" in bookworm|trixie) suite=$1 ;; *) usage ;; esac
 [ "$(id -u)" = 0 ] || { echo "$prog: must run as root" >&2; exit 1; }
 for c in mmdebstrap socat unshare; do
