@@ -146,9 +146,9 @@ static const struct sub_kind {
 	[KVM_SUB_MMIO] = { VIRT_I_KVM_MMIO, { "rd", "wr" } },
 };
 
-/* Programs of each method loaded with subreasons only:
+/* The hooks of each method loaded with subreasons only:
  * virt_kvm_<method>_<name> */
-static const char *const sub_progs[] = { "pio", "msr", "cpuid", "mmio", "entry_subs" };
+static const char *const sub_progs[] = { "pio", "msr", "cpuid", "mmio" };
 
 struct kvm_state {
 	struct kvm_bpf *skel;
@@ -272,12 +272,6 @@ static struct virt_skel *open_skel(void)
 	return (struct virt_skel *)kvm_bpf__open();
 }
 
-/* Slots: twice max_vcpus, a power of two. The variant's vCPU destroy hook
- * (fentry with tp_btf, kprobe with raw_tp) frees slots in the kernel; the
- * classic tracepoints key slots by thread, not vCPU: the agent frees them
- * when the VMM exits. Counts only: no entry program. On AMD with tp_btf,
- * slots keep svm->vmcb where svm_switch_vmcb() can be probed (vmcb_cache):
- * an exit's reason is then one probe read, not two. */
 static void autoload(struct bpf_object *obj, const char *method, const char *what, bool on)
 {
 	struct bpf_program *prog;
@@ -310,6 +304,12 @@ static void configure_subs(struct virt_family *fam, struct kvm_bpf *skel, struct
 	bpf_map__set_max_entries(skel->maps.sub_used, (__u32)fam->opts[OPT_MAX_VMS].u);
 }
 
+/* Slots: twice max_vcpus, a power of two. The variant's vCPU destroy hook
+ * (fentry with tp_btf, kprobe with raw_tp) frees slots in the kernel; the
+ * classic tracepoints key slots by thread, not vCPU: the agent frees them
+ * when the VMM exits. Counts only: no entry program. On AMD with tp_btf,
+ * slots keep svm->vmcb where svm_switch_vmcb() can be probed (vmcb_cache):
+ * an exit's reason is then one probe read, not two. */
 static int configure(struct virt_family *fam, struct virt_skel *obj, const char *method,
 		     char *why, size_t len)
 {
