@@ -85,6 +85,8 @@ struct vm_entry {
 	bool retired;			/* its VMM exited */
 	bool sched;			/* the scheduler hooks count its waits */
 	bool poll;			/* its halts' poll time is counted */
+	bool subs_alive;		/* vm_alive() at sub-reason read subs_gen */
+	uint64_t subs_gen;
 	uint64_t gone[VM_WORDS];
 	uint64_t sum[VM_WORDS];
 	struct vm_derived d;
@@ -186,6 +188,7 @@ struct kvm_state {
 	struct kvm_sub_key *sub_keys;	/* a read of "subs" (sub_max entries) */
 	struct kvm_sub_stats *sub_vals;
 	uint32_t sub_max;
+	uint64_t subs_gen;		/* reads of "subs" */
 	struct virt_bulk bulk;		/* bulk-read buffers, sized for the largest map */
 };
 
@@ -1209,6 +1212,16 @@ static struct sub_entry *sub_row(struct kvm_state *st, const struct vm_entry *vm
 	return e;
 }
 
+/* vm_alive(), once per VM and read of "subs" (a stat of /proc) */
+static bool sub_vm_alive(const struct kvm_state *st, struct vm_entry *vm)
+{
+	if (vm->subs_gen != st->subs_gen) {
+		vm->subs_gen = st->subs_gen;
+		vm->subs_alive = vm_alive(vm);
+	}
+	return vm->subs_alive;
+}
+
 /* An exited process's entry: out of "subs", and its key count with it. */
 static void sub_delete(struct kvm_state *st, const struct kvm_sub_key *k)
 {
@@ -1224,6 +1237,7 @@ static int read_subs(struct kvm_state *st)
 	int n = virt_map_dump(bpf_map__fd(st->skel->maps.subs), st->sub_keys, sizeof(*st->sub_keys),
 			      st->sub_vals, sizeof(*st->sub_vals), st->sub_max);
 
+	st->subs_gen++;
 	for (unsigned int k = 0; k < KVM_SUB_KINDS; k++) {
 		for (size_t i = 0; i < st->subs[k].n; i++) {
 			struct sub_entry *e = (struct sub_entry *)st->subs[k].v[i];
@@ -1248,7 +1262,7 @@ static int read_subs(struct kvm_state *st)
 		}
 		if (!(e = sub_row(st, vm, k)))
 			continue;
-		alive = vm_alive(vm);
+		alive = sub_vm_alive(st, vm);
 		e->gone[0] += alive ? 0 : v->count;
 		e->gone[1] += alive ? 0 : v->time_ns;
 		e->cur[0] += alive ? v->count : 0;
