@@ -20,6 +20,8 @@ start_cfg()
 	limit_reason) start_empty kvmreason ;;
 	virt) start_agent kvm ;;
 	virt_counts) start_agent kvm "latency = false" ;;
+	# what exits are about (issue 27): the cpuid exits' kvm_cpuid events
+	virt_subs) start_agent kvm "subreasons = true" ;;
 	# another build's agent (BENCH_BEFORE = its top directory), to compare
 	# a change with what it replaces in one boot
 	before) b=$BENCH_BEFORE/build start_agent kvm ;;
@@ -41,7 +43,7 @@ start_cfg()
 	esac
 }
 
-measure_all $N ${BENCH_CONFIGS:=empty_raw empty_btf empty_tp limit limit_reason virt virt_counts bpftrace bcc_kvmexit}
+measure_all $N ${BENCH_CONFIGS:=empty_raw empty_btf empty_tp limit limit_reason virt virt_counts virt_subs bpftrace bcc_kvmexit}
 
 floor=$(col empty_raw 2) bt=$(col bpftrace 2)
 pfloor=$(col empty_raw 5) plim=$(col limit 5) pbt=$(col bpftrace 5)

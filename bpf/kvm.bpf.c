@@ -37,6 +37,14 @@ const volatile bool sched = true;
  * their vCPU's svm->vmcb, kept current by virt_kvm_tp_btf_switch_vmcb */
 const volatile bool vmcb_cache = false;
 
+/* true: what exits are about (kvm_pio, kvm_msr, kvm_cpuid, kvm_mmio), per
+ * VMM process and key; false: their programs are not loaded, and the
+ * entry program is the one without the sub-reason's time */
+const volatile bool subreasons = false;
+
+/* keys of each kind per VMM process with entries of their own (kvm.h) */
+const volatile __u32 sub_top = 16;
+
 /* The vendor structs the exit reason is read from (struct vcpu_svm,
  * vcpu_vmx and what changed in them): bpf/core_fixes.bpf.h. The classic
  * tracepoint's records below are no version flavours but this family's
@@ -70,6 +78,37 @@ struct trace_event_raw_kvm_hypercall___virt {
 struct trace_event_raw_kvm_userspace_exit___virt {
 	__u32 reason;
 } __attribute__((preserve_access_index));
+
+/* arch/x86/kvm/trace.h TRACE_EVENT(kvm_pio) */
+struct trace_event_raw_kvm_pio___virt {
+	unsigned int rw;
+	unsigned int port;
+} __attribute__((preserve_access_index));
+
+/* arch/x86/kvm/trace.h TRACE_EVENT(kvm_msr) */
+struct trace_event_raw_kvm_msr___virt {
+	unsigned int write;
+	__u32 ecx;
+} __attribute__((preserve_access_index));
+
+/* arch/x86/kvm/trace.h TRACE_EVENT(kvm_cpuid) */
+struct trace_event_raw_kvm_cpuid___virt {
+	unsigned int function;
+} __attribute__((preserve_access_index));
+
+/* include/trace/events/kvm.h TRACE_EVENT(kvm_mmio) */
+struct trace_event_raw_kvm_mmio___virt {
+	__u32 type;
+	__u64 gpa;
+} __attribute__((preserve_access_index));
+
+/* include/trace/events/kvm.h: kvm_mmio's type. A read that goes to the
+ * VMM is traced twice, READ_UNSATISFIED when it exits (read_exit_mmio())
+ * and READ when the VMM's data completes it (read_prepare()); a read the
+ * kernel handles once, READ (vcpu_mmio_read()); a write once, WRITE
+ * (write_mmio()). READ and WRITE count each access once. */
+#define VIRT_MMIO_READ	1
+#define VIRT_MMIO_WRITE	2
 
 /* log2 of the entries of "vcpus" and "threads" (set by the agent) */
 const volatile __u32 slot_bits = 13;
@@ -164,6 +203,24 @@ struct {
 	__type(value, __u64);
 } drops SEC(".maps");
 
+/* subreasons (kvm.h): sized by the agent (1 entry each when off) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1);
+	__type(key, struct kvm_sub_key);
+	__type(value, struct kvm_sub_stats);
+} subs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct kvm_sub_used);
+} sub_used SEC(".maps");
+
+static const struct kvm_sub_stats zero_sub;
+static const struct kvm_sub_used zero_used;
 static const struct kvm_stats zero_stats;
 static const struct kvm_vm_stats zero_vm;
 
@@ -661,7 +718,79 @@ static __always_inline int on_userspace_exit(__u32 reason)
 	return 0;
 }
 
-static __always_inline int on_entry(__u64 ident)
+/* ------------------------------------------------------ sub-reasons */
+
+/* The entry of key k, made if the process has fewer than sub_top keys of
+ * its kind; else k becomes the process's "other" key of the kind. */
+static __always_inline struct kvm_sub_stats *sub_stats(struct kvm_sub_key *k)
+{
+	struct kvm_sub_stats *st = bpf_map_lookup_elem(&subs, k);
+	struct kvm_sub_used *u;
+	__u32 kind = k->kind;
+
+	if (st)
+		return st;
+	u = VIRT_LOOKUP_OR_INIT(sub_used, &k->tgid, &zero_used, drops, KVM_DROP_SUB);
+	if (!u || kind >= KVM_SUB_KINDS)
+		return NULL;
+	if (u->n[kind] >= sub_top) {
+		k->dir = 0;
+		k->code = KVM_SUB_OTHER;
+	} else {
+		__sync_fetch_and_add(&u->n[kind], 1);
+	}
+	return VIRT_LOOKUP_OR_INIT(subs, k, &zero_sub, drops, KVM_DROP_SUB);
+}
+
+/* An event of the exit the calling thread's vCPU is handling: counted
+ * now; with latency, the exit's time goes to it at the entry that ends
+ * the exit (on_entry, the last event of the exit). */
+static __always_inline int on_sub(__u32 kind, __u32 dir, __u64 code)
+{
+	struct kvm_vcpu_slot *s = thread_vcpu();
+	struct kvm_sub_key k = { .kind = (__u16)kind, .dir = (__u16)dir, .code = code };
+	struct kvm_sub_stats *st;
+
+	if (!s || !s->tgid)
+		return 0;
+	k.tgid = s->tgid;
+	st = sub_stats(&k);
+	if (!st)
+		return 0;
+	__sync_fetch_and_add(&st->count, 1);
+	if (latency && s->exit_ts) {
+		s->sub_of = s->exit_ts;
+		s->sub_code = k.code;
+		s->sub_kind = KVM_SUB_WORD(k.kind, k.dir);
+	}
+	return 0;
+}
+
+static __always_inline int mmio_sub(__u32 type, __u64 gpa)
+{
+	if (type == VIRT_MMIO_READ)
+		return on_sub(KVM_SUB_MMIO, KVM_SUB_RD, gpa);
+	if (type == VIRT_MMIO_WRITE)
+		return on_sub(KVM_SUB_MMIO, KVM_SUB_WR, gpa);
+	return 0;
+}
+
+/* The exit's time to the sub-reason it recorded. */
+static __always_inline void sub_time(const struct kvm_vcpu_slot *s, __u64 ns)
+{
+	struct kvm_sub_key k = {
+		.tgid = s->tgid, .kind = (__u16)(s->sub_kind >> 16), .dir = (__u16)s->sub_kind,
+		.code = s->sub_code,
+	};
+	struct kvm_sub_stats *st = bpf_map_lookup_elem(&subs, &k);
+
+	if (st)
+		__sync_fetch_and_add(&st->time_ns, ns);
+}
+
+/* subs: a literal at each call, so that the entry program loaded without
+ * subreasons has no trace of them */
+static __always_inline int on_entry(__u64 ident, bool subs)
 {
 	struct kvm_vcpu_slot *s;
 	struct kvm_stats *st;
@@ -686,6 +815,8 @@ static __always_inline int on_entry(__u64 ident)
 		if (st)
 			account(st, ns, false);
 	}
+	if (subs && s->sub_of == ts)
+		sub_time(s, ns);
 	s->vm.exits++;
 	s->vm.exit_ns += ns;
 	if (s->uexit_of == ts) {
@@ -839,7 +970,41 @@ int BPF_PROG(virt_kvm_tp_btf_entry, struct kvm_vcpu *vcpu)
 {
 	if (!vcpu)
 		return 0;
-	return on_entry((__u64)vcpu);
+	return on_entry((__u64)vcpu, false);
+}
+
+SEC("tp_btf/kvm_entry")
+int BPF_PROG(virt_kvm_tp_btf_entry_subs, struct kvm_vcpu *vcpu)
+{
+	if (!vcpu)
+		return 0;
+	return on_entry((__u64)vcpu, true);
+}
+
+/* What the exit is about (subreasons): the events KVM traces while it
+ * handles the exit, on the vCPU's thread, between kvm_exit and kvm_entry. */
+SEC("tp_btf/kvm_pio")
+int BPF_PROG(virt_kvm_tp_btf_pio, unsigned int rw, unsigned int port)
+{
+	return on_sub(KVM_SUB_PIO, rw ? KVM_SUB_OUT : KVM_SUB_IN, port);
+}
+
+SEC("tp_btf/kvm_msr")
+int BPF_PROG(virt_kvm_tp_btf_msr, unsigned int write, __u32 ecx)
+{
+	return on_sub(KVM_SUB_MSR, write ? KVM_SUB_WR : KVM_SUB_RD, ecx);
+}
+
+SEC("tp_btf/kvm_cpuid")
+int BPF_PROG(virt_kvm_tp_btf_cpuid, unsigned int function)
+{
+	return on_sub(KVM_SUB_CPUID, 0, function);
+}
+
+SEC("tp_btf/kvm_mmio")
+int BPF_PROG(virt_kvm_tp_btf_mmio, int type, int len, __u64 gpa)
+{
+	return mmio_sub(type, gpa);
 }
 
 SEC("tp_btf/kvm_hypercall")
@@ -924,7 +1089,37 @@ int BPF_PROG(virt_kvm_raw_tp_exit, void *vcpu, __u32 isa)
 SEC("raw_tp/kvm_entry")
 int BPF_PROG(virt_kvm_raw_tp_entry, void *vcpu)
 {
-	return on_entry((__u64)vcpu);
+	return on_entry((__u64)vcpu, false);
+}
+
+SEC("raw_tp/kvm_entry")
+int BPF_PROG(virt_kvm_raw_tp_entry_subs, void *vcpu)
+{
+	return on_entry((__u64)vcpu, true);
+}
+
+SEC("raw_tp/kvm_pio")
+int BPF_PROG(virt_kvm_raw_tp_pio, unsigned int rw, unsigned int port)
+{
+	return on_sub(KVM_SUB_PIO, rw ? KVM_SUB_OUT : KVM_SUB_IN, port);
+}
+
+SEC("raw_tp/kvm_msr")
+int BPF_PROG(virt_kvm_raw_tp_msr, unsigned int write, __u32 ecx)
+{
+	return on_sub(KVM_SUB_MSR, write ? KVM_SUB_WR : KVM_SUB_RD, ecx);
+}
+
+SEC("raw_tp/kvm_cpuid")
+int BPF_PROG(virt_kvm_raw_tp_cpuid, unsigned int function)
+{
+	return on_sub(KVM_SUB_CPUID, 0, function);
+}
+
+SEC("raw_tp/kvm_mmio")
+int BPF_PROG(virt_kvm_raw_tp_mmio, int type, int len, __u64 gpa)
+{
+	return mmio_sub(type, gpa);
 }
 
 SEC("raw_tp/kvm_hypercall")
@@ -958,7 +1153,37 @@ int virt_kvm_tracepoint_exit(struct trace_event_raw_kvm_exit___virt *ctx)
 SEC("tracepoint/kvm/kvm_entry")
 int virt_kvm_tracepoint_entry(struct trace_event_raw_kvm_entry___virt *ctx)
 {
-	return on_entry(bpf_get_current_pid_tgid());
+	return on_entry(bpf_get_current_pid_tgid(), false);
+}
+
+SEC("tracepoint/kvm/kvm_entry")
+int virt_kvm_tracepoint_entry_subs(struct trace_event_raw_kvm_entry___virt *ctx)
+{
+	return on_entry(bpf_get_current_pid_tgid(), true);
+}
+
+SEC("tracepoint/kvm/kvm_pio")
+int virt_kvm_tracepoint_pio(struct trace_event_raw_kvm_pio___virt *ctx)
+{
+	return on_sub(KVM_SUB_PIO, ctx->rw ? KVM_SUB_OUT : KVM_SUB_IN, ctx->port);
+}
+
+SEC("tracepoint/kvm/kvm_msr")
+int virt_kvm_tracepoint_msr(struct trace_event_raw_kvm_msr___virt *ctx)
+{
+	return on_sub(KVM_SUB_MSR, ctx->write ? KVM_SUB_WR : KVM_SUB_RD, ctx->ecx);
+}
+
+SEC("tracepoint/kvm/kvm_cpuid")
+int virt_kvm_tracepoint_cpuid(struct trace_event_raw_kvm_cpuid___virt *ctx)
+{
+	return on_sub(KVM_SUB_CPUID, 0, ctx->function);
+}
+
+SEC("tracepoint/kvm/kvm_mmio")
+int virt_kvm_tracepoint_mmio(struct trace_event_raw_kvm_mmio___virt *ctx)
+{
+	return mmio_sub(ctx->type, ctx->gpa);
 }
 
 SEC("tracepoint/kvm/kvm_hypercall")

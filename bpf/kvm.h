@@ -96,6 +96,12 @@ struct kvm_vcpu_slot {
 	__u64 wait_acct;	/* rq clock up to which its current wait is charged */
 	__u64 poll_seen;	/* KVM's halt-poll ns at the last halt, + 1 (0: not read) */
 	__u64 polled_seen;	/* KVM's successful halt polls then, + 1 */
+	/* subreasons: the key of this exit's last sub-reason (port, MSR,
+	 * leaf, address), marked with its exit_ts like hcall_of */
+	__u64 sub_of;
+	__u64 sub_code;
+	__u32 sub_kind;		/* KVM_SUB_* << 16 | direction */
+	__u32 sub_pad;
 	struct kvm_vm_stats vm;	/* this vCPU's counts: per VM and per vCPU */
 };
 
@@ -140,7 +146,44 @@ enum kvm_drop {
 	KVM_DROP_UEXIT,		/* KVM_EXIT_* code >= KVM_UEXIT_REASONS */
 	KVM_DROP_VCPU_GONE,	/* a destroyed vCPU's per-vCPU counts (vcpus_gone full) */
 	KVM_DROP_WAITQ,		/* a wait not seen: KVM_WAITERS vCPUs waited on its CPU already */
+	KVM_DROP_SUB,		/* a sub-reason event not counted: subs or sub_used full */
 	KVM_DROPS
+};
+
+/* What exits are about (subreasons): per VMM process, the events KVM
+ * traces while it handles an exit, by kind and key. The first sub_top keys
+ * of a kind a process shows get entries of their own ("subs"); later keys
+ * count in the process's KVM_SUB_OTHER entry of the kind (dir 0): counters
+ * stay monotonic, no key moves between rows. */
+enum kvm_sub_kind {
+	KVM_SUB_PIO,		/* kvm_pio: port, dir KVM_SUB_IN / KVM_SUB_OUT */
+	KVM_SUB_MSR,		/* kvm_msr: MSR index, dir KVM_SUB_RD / KVM_SUB_WR */
+	KVM_SUB_CPUID,		/* kvm_cpuid: leaf (function), dir 0 */
+	KVM_SUB_MMIO,		/* kvm_mmio: guest-physical address, dir KVM_SUB_RD / KVM_SUB_WR */
+	KVM_SUB_KINDS
+};
+#define KVM_SUB_RD		0
+#define KVM_SUB_WR		1
+#define KVM_SUB_IN		KVM_SUB_RD
+#define KVM_SUB_OUT		KVM_SUB_WR
+#define KVM_SUB_OTHER		(~0ULL)		/* code of a process's "other" entry */
+#define KVM_SUB_WORD(kind, dir)	((__u32)(kind) << 16 | (__u16)(dir))
+
+struct kvm_sub_key {
+	__u32 tgid;
+	__u16 kind;
+	__u16 dir;
+	__u64 code;
+};
+
+struct kvm_sub_stats {
+	__u64 count;
+	__u64 time_ns;		/* exit->entry time of the exits it was the last event of */
+};
+
+/* Per VMM process: keys of each kind that have entries (capped at sub_top) */
+struct kvm_sub_used {
+	__u32 n[KVM_SUB_KINDS];
 };
 
 #endif

@@ -27,7 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
-enum kvm_opt { OPT_LATENCY, OPT_MAX_VCPUS, OPT_MAX_VMS, OPT_MAX_HCALLS, OPT_SCHED, NOPTS };
+enum kvm_opt { OPT_LATENCY, OPT_MAX_VCPUS, OPT_MAX_VMS, OPT_MAX_HCALLS, OPT_SCHED, OPT_SUBREASONS,
+	       OPT_SUB_TOP, NOPTS };
 
 static const struct virt_option kvm_options[NOPTS] = {
 	[OPT_LATENCY] = { "latency", VIRT_OPT_BOOL, 0, 0, "true",
@@ -40,6 +41,10 @@ static const struct virt_option kvm_options[NOPTS] = {
 		"distinct hypercall numbers; more are counted as dropped" },
 	[OPT_SCHED] = { "sched", VIRT_OPT_BOOL, 0, 0, "true",
 		"scheduler hooks (method tp_btf): the run-queue wait histogram of each VM and its split by what held the CPU; false = run delay counters only (read from schedstat, no per-switch cost)" },
+	[OPT_SUBREASONS] = { "subreasons", VIRT_OPT_BOOL, 0, 0, "false",
+		"what exits are about, per VM: port I/O by port, MSR accesses by MSR, CPUID by leaf, MMIO by address (virt.kvm.pio, msr, cpuid, mmio); false = not traced, the exit path unchanged" },
+	[OPT_SUB_TOP] = { "subreasons_top", VIRT_OPT_UINT, 1, 4096, "16",
+		"ports, MSRs, CPUID leaves and MMIO addresses per VM and kind with instances of their own (the first seen); later ones count in <vm>/other" },
 };
 
 /* Row words: VM rows use all four; reason rows count and time. A VM's
@@ -80,6 +85,8 @@ struct vm_entry {
 	bool retired;			/* its VMM exited */
 	bool sched;			/* the scheduler hooks count its waits */
 	bool poll;			/* its halts' poll time is counted */
+	bool subs_alive;		/* vm_alive() at sub-reason read subs_gen */
+	uint64_t subs_gen;
 	uint64_t gone[VM_WORDS];
 	uint64_t sum[VM_WORDS];
 	struct vm_derived d;
@@ -117,6 +124,34 @@ struct vcpu_entry {
 	uint64_t rd_gone, run_delay;	/* run delay of threads it had, of all */
 };
 
+/* A sub-reason's row (st->subs[kind]), "<vm>/<key>" (kvm.h struct
+ * kvm_sub_key): what entries of its VM's exited processes counted (gone),
+ * and its live processes' entries of "subs" at this refresh (cur). */
+struct sub_entry {
+	struct virt_keyed k;		/* key: virt_name_key() */
+	uint32_t tgid;			/* the process last seen counting it (labels) */
+	int vmlen;			/* row.name's first vmlen bytes: its VM's name */
+	bool seen;			/* a live process counts it */
+	bool timed;			/* its time is measured (latency) */
+	uint64_t gone[2], cur[2];	/* count, time */
+};
+
+/* Per kind: its instance domain and its directions' names (none: one
+ * direction) */
+static const struct sub_kind {
+	enum virt_indom_id indom;
+	const char *dir[2];
+} sub_kinds[KVM_SUB_KINDS] = {
+	[KVM_SUB_PIO] = { VIRT_I_KVM_PIO, { "in", "out" } },
+	[KVM_SUB_MSR] = { VIRT_I_KVM_MSR, { "rd", "wr" } },
+	[KVM_SUB_CPUID] = { VIRT_I_KVM_CPUID, { NULL, NULL } },
+	[KVM_SUB_MMIO] = { VIRT_I_KVM_MMIO, { "rd", "wr" } },
+};
+
+/* The hooks of each method loaded with subreasons only:
+ * virt_kvm_<method>_<name> */
+static const char *const sub_progs[] = { "pio", "msr", "cpuid", "mmio" };
+
 struct kvm_state {
 	struct kvm_bpf *skel;
 	struct virt_row slots[KVM_SLOTS];
@@ -148,6 +183,12 @@ struct kvm_state {
 	uint64_t vm_drops;
 	bool sched_on;			/* scheduler hooks loaded (tp_btf, sched) */
 	bool poll_on;			/* halts carry KVM's poll time (not tracepoint) */
+	bool subs_on, subs_timed;	/* subreasons loaded; with latency */
+	struct virt_table subs[KVM_SUB_KINDS];	/* of struct sub_entry */
+	struct kvm_sub_key *sub_keys;	/* a read of "subs" (sub_max entries) */
+	struct kvm_sub_stats *sub_vals;
+	uint32_t sub_max;
+	uint64_t subs_gen;		/* reads of "subs" */
 	struct virt_bulk bulk;		/* bulk-read buffers, sized for the largest map */
 };
 
@@ -234,6 +275,38 @@ static struct virt_skel *open_skel(void)
 	return (struct virt_skel *)kvm_bpf__open();
 }
 
+static void autoload(struct bpf_object *obj, const char *method, const char *what, bool on)
+{
+	struct bpf_program *prog;
+	char name[64];
+
+	snprintf(name, sizeof(name), "virt_kvm_%s_%s", method, what);
+	if ((prog = bpf_object__find_program_by_name(obj, name)))
+		bpf_program__set_autoload(prog, on);
+}
+
+/* Sub-reasons: their hooks, and the entry program that charges their
+ * time, replace the plain one (which the exit path keeps without them). */
+static void configure_subs(struct virt_family *fam, struct kvm_bpf *skel, struct bpf_object *obj,
+			   const char *method)
+{
+	struct kvm_state *st = fam->priv;
+	bool on = fam->opts[OPT_SUBREASONS].b, latency = fam->opts[OPT_LATENCY].b;
+
+	skel->rodata->subreasons = on;
+	skel->rodata->sub_top = (__u32)fam->opts[OPT_SUB_TOP].u;
+	for (size_t i = 0; i < VIRT_ARRAY_SIZE(sub_progs); i++)
+		autoload(obj, method, sub_progs[i], on);
+	autoload(obj, method, "entry", latency && !on);
+	autoload(obj, method, "entry_subs", latency && on);
+	st->subs_on = on;
+	st->subs_timed = on && latency;
+	if (!on)
+		return;
+	bpf_map__set_max_entries(skel->maps.subs, st->sub_max);
+	bpf_map__set_max_entries(skel->maps.sub_used, (__u32)fam->opts[OPT_MAX_VMS].u);
+}
+
 /* Slots: twice max_vcpus, a power of two. The variant's vCPU destroy hook
  * (fentry with tp_btf, kprobe with raw_tp) frees slots in the kernel; the
  * classic tracepoints key slots by thread, not vCPU: the agent frees them
@@ -246,8 +319,6 @@ static int configure(struct virt_family *fam, struct virt_skel *obj, const char 
 	struct kvm_bpf *skel = (struct kvm_bpf *)obj;
 	struct kvm_state *st = fam->priv;
 	bool latency = fam->opts[OPT_LATENCY].b;
-	struct bpf_program *prog;
-	char entry[64];
 	__u32 bits = 1;
 	int ncpus;
 
@@ -271,9 +342,7 @@ static int configure(struct virt_family *fam, struct virt_skel *obj, const char 
 	bpf_map__set_max_entries(skel->maps.hcalls, (__u32)fam->opts[OPT_MAX_HCALLS].u);
 	bpf_map__set_max_entries(skel->maps.vms_gone, (__u32)fam->opts[OPT_MAX_VMS].u);
 	bpf_map__set_max_entries(skel->maps.vcpus_gone, (__u32)fam->opts[OPT_MAX_VCPUS].u);
-	snprintf(entry, sizeof(entry), "virt_kvm_%s_entry", method);
-	if (!latency && (prog = bpf_object__find_program_by_name(obj->obj, entry)))
-		bpf_program__set_autoload(prog, false);
+	configure_subs(fam, skel, obj->obj, method);
 	skel->rodata->vmcb_cache = strcmp(method, "tp_btf") == 0 && virt_kmod_present("kvm_amd") &&
 				   virt_ksym_exists("svm_switch_vmcb");
 	if (!skel->rodata->vmcb_cache)
@@ -305,6 +374,20 @@ static const struct virt_attach_ops kvm_ops = {
 	.attached = attached,
 };
 
+/* subreasons: "subs" holds every VM's sub_top keys and "other" of each
+ * kind; the agent reads it whole */
+static int alloc_subs(struct kvm_state *st, struct virt_family *fam)
+{
+	uint64_t n = fam->opts[OPT_MAX_VMS].u * KVM_SUB_KINDS * (fam->opts[OPT_SUB_TOP].u + 1);
+
+	if (!fam->opts[OPT_SUBREASONS].b)
+		return 0;
+	st->sub_max = n > (1u << 20) ? 1u << 20 : (uint32_t)n;
+	st->sub_keys = calloc(st->sub_max, sizeof(*st->sub_keys));
+	st->sub_vals = calloc(st->sub_max, sizeof(*st->sub_vals));
+	return st->sub_keys && st->sub_vals ? 0 : -1;
+}
+
 static int alloc_buffers(struct kvm_state *st, struct virt_family *fam)
 {
 	size_t max = KVM_SLOTS;
@@ -316,13 +399,15 @@ static int alloc_buffers(struct kvm_state *st, struct virt_family *fam)
 	st->max_vcpus = (uint32_t)fam->opts[OPT_MAX_VCPUS].u;
 	st->vgone_key = calloc(fam->opts[OPT_MAX_VCPUS].u, sizeof(*st->vgone_key));
 	st->vgone = calloc(fam->opts[OPT_MAX_VCPUS].u, sizeof(*st->vgone));
-	if (st->gone_tgid && st->gone && st->vgone_key && st->vgone &&
+	if (st->gone_tgid && st->gone && st->vgone_key && st->vgone && alloc_subs(st, fam) == 0 &&
 	    virt_bulk_alloc(&st->bulk, max, sizeof(uint64_t), sizeof(struct kvm_stats)) == 0)
 		return 0;
 	free(st->gone_tgid);
 	free(st->gone);
 	free(st->vgone_key);
 	free(st->vgone);
+	free(st->sub_keys);
+	free(st->sub_vals);
 	return -1;
 }
 
@@ -353,6 +438,20 @@ static void rebase_keyed(struct virt_table *t)
 
 static void vcpus_forget(struct kvm_state *st, uint32_t max_vms);
 
+/* The map goes: what it counted stays in each row's gone. */
+static void subs_forget(struct kvm_state *st)
+{
+	for (unsigned int k = 0; k < KVM_SUB_KINDS; k++) {
+		for (size_t i = 0; i < st->subs[k].n; i++) {
+			struct sub_entry *e = (struct sub_entry *)st->subs[k].v[i];
+
+			e->gone[0] += e->cur[0];
+			e->gone[1] += e->cur[1];
+			e->cur[0] = e->cur[1] = 0;
+		}
+	}
+}
+
 /* The BPF object goes; rows stay (instances keep their ids and counters
  * stay monotonic across e.g. rmmod/modprobe kvm_amd), VM rows too until
  * their process is found gone. */
@@ -363,6 +462,7 @@ static void kvm_detach(struct virt_family *fam)
 	if (!st)
 		return;
 	vcpus_forget(st, (uint32_t)fam->opts[OPT_MAX_VMS].u);
+	subs_forget(st);
 	st->vgone_valid = false;
 	unmap_arrays(st);
 	kvm_bpf__destroy(st->skel);
@@ -391,6 +491,8 @@ static int kvm_attach(struct virt_family *fam)
 		st->other = st->hcalls = VIRT_TABLE_OF(struct virt_keyed);
 		st->vms = VIRT_TABLE_OF(struct vm_entry);
 		st->vcpu_rows = VIRT_TABLE_OF(struct vcpu_entry);
+		for (unsigned int k = 0; k < KVM_SUB_KINDS; k++)
+			st->subs[k] = VIRT_TABLE_OF(struct sub_entry);
 		init_rows(st);
 	}
 	if (!(st->skel = (struct kvm_bpf *)virt_attach_skel(fam, &kvm_ops)))
@@ -1078,6 +1180,135 @@ static void read_vms(struct kvm_state *st, struct virt_family *fam)
 	}
 }
 
+/* ------------------------------------------------------- sub-reasons */
+
+/* "/<key>[/<dir>]" of a sub-reason key, or "/other" */
+static void sub_key_name(char *buf, size_t len, const struct kvm_sub_key *k)
+{
+	const char *dir = sub_kinds[k->kind].dir[k->dir & 1];
+
+	if (k->code == KVM_SUB_OTHER)
+		snprintf(buf, len, "/other");
+	else if (dir)
+		snprintf(buf, len, "/0x%llx/%s", (unsigned long long)k->code, dir);
+	else
+		snprintf(buf, len, "/0x%llx", (unsigned long long)k->code);
+}
+
+/* The row of key k of VM vm, made on first sight (found again by name: a
+ * VM restarted under its name). */
+static struct sub_entry *sub_row(struct kvm_state *st, const struct vm_entry *vm,
+				 const struct kvm_sub_key *k)
+{
+	char name[VIRT_NAME_MAX];
+	int vmlen = snprintf(name, sizeof(name), "%.*s", VMID_NAME_MAX, vm->k.row.name);
+	struct sub_entry *e;
+
+	sub_key_name(name + vmlen, sizeof(name) - (size_t)vmlen, k);
+	e = virt_table_get_name(&st->subs[k->kind], virt_indom(sub_kinds[k->kind].indom),
+				PM_INDOM_NULL, name);
+	if (e)
+		e->vmlen = vmlen;
+	return e;
+}
+
+/* vm_alive(), once per VM and read of "subs" (a stat of /proc) */
+static bool sub_vm_alive(const struct kvm_state *st, struct vm_entry *vm)
+{
+	if (vm->subs_gen != st->subs_gen) {
+		vm->subs_gen = st->subs_gen;
+		vm->subs_alive = vm_alive(vm);
+	}
+	return vm->subs_alive;
+}
+
+/* An exited process's entry: out of "subs", and its key count with it. */
+static void sub_delete(struct kvm_state *st, const struct kvm_sub_key *k)
+{
+	virt_map_delete(bpf_map__fd(st->skel->maps.subs), k);
+	virt_map_delete(bpf_map__fd(st->skel->maps.sub_used), &k->tgid);
+}
+
+/* "subs", before the VM rows are summed (the rows of VMMs that exited since
+ * the last refresh are still there): a live process's entries are its
+ * rows' cur; an exited one's go to their rows' gone and leave the map. */
+static int read_subs(struct kvm_state *st)
+{
+	int n = virt_map_dump(bpf_map__fd(st->skel->maps.subs), st->sub_keys, sizeof(*st->sub_keys),
+			      st->sub_vals, sizeof(*st->sub_vals), st->sub_max);
+
+	st->subs_gen++;
+	for (unsigned int k = 0; k < KVM_SUB_KINDS; k++) {
+		for (size_t i = 0; i < st->subs[k].n; i++) {
+			struct sub_entry *e = (struct sub_entry *)st->subs[k].v[i];
+
+			e->cur[0] = e->cur[1] = 0;
+			e->seen = false;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		const struct kvm_sub_key *k = &st->sub_keys[i];
+		const struct kvm_sub_stats *v = &st->sub_vals[i];
+		struct vm_entry *vm = vm_of(st, k->tgid);
+		struct sub_entry *e;
+		bool alive;
+
+		if (k->kind >= KVM_SUB_KINDS)
+			continue;
+		if (!vm) {		/* no row yet (next refresh), or never one */
+			if (!pid_alive(k->tgid))
+				sub_delete(st, k);
+			continue;
+		}
+		if (!(e = sub_row(st, vm, k)))
+			continue;
+		alive = sub_vm_alive(st, vm);
+		e->gone[0] += alive ? 0 : v->count;
+		e->gone[1] += alive ? 0 : v->time_ns;
+		e->cur[0] += alive ? v->count : 0;
+		e->cur[1] += alive ? v->time_ns : 0;
+		e->seen |= alive;
+		e->tgid = k->tgid;
+		if (!alive)
+			sub_delete(st, k);
+	}
+	return n < 0 ? n : 0;
+}
+
+/* Is the VM of a sub-reason row still known (live, or exited and kept
+ * under its name)? */
+static bool sub_vm_known(struct kvm_state *st, const struct sub_entry *e)
+{
+	char vm[VIRT_NAME_MAX];
+
+	snprintf(vm, sizeof(vm), "%.*s", e->vmlen, e->k.row.name);
+	return virt_table_find_name(&st->vms, vm) != NULL;
+}
+
+/* After the VM rows: rows of live VMs shown, of exited named VMs retired
+ * (the VM restarted under its name continues them), others freed. */
+static void set_subs(struct kvm_state *st)
+{
+	for (unsigned int k = 0; k < KVM_SUB_KINDS; k++) {
+		for (size_t i = 0; i < st->subs[k].n;) {
+			struct sub_entry *e = (struct sub_entry *)st->subs[k].v[i];
+			uint64_t v[2] = { e->gone[0] + e->cur[0], e->gone[1] + e->cur[1] };
+
+			if (!e->seen && !sub_vm_known(st, e)) {
+				virt_table_remove(&st->subs[k], e);	/* the last entry takes its place */
+				continue;
+			}
+			e->timed = st->subs_timed;
+			virt_row_set(&e->k.row, v, 2, NULL);
+			if (e->seen)
+				virt_row_expose(&e->k.row, false);
+			else
+				virt_row_retire(&e->k.row);
+			i++;
+		}
+	}
+}
+
 static int kvm_refresh(struct virt_family *fam)
 {
 	struct kvm_state *st = fam->priv;
@@ -1090,7 +1321,10 @@ static int kvm_refresh(struct virt_family *fam)
 	err |= read_hash(st, skel->maps.hcalls, &st->hcalls, VIRT_I_KVM_HCALL,
 			 VIRT_I_KVM_HCALL_HIST, name_decimal);
 	err |= read_array(st, skel->maps.uexits, st->uexit, KVM_UEXIT_REASONS);
+	if (st->subs_on)
+		err |= read_subs(st);
 	read_vms(st, fam);
+	set_subs(st);
 	fam->dropped = virt_percpu_counters_total(bpf_map__fd(skel->maps.drops), &st->bulk,
 						  KVM_DROPS) + st->vm_drops;
 	return err ? -EIO : 0;
@@ -1108,6 +1342,12 @@ static int kvm_refresh(struct virt_family *fam)
 #define VM(id, indom, T, field) [VIRT_M_KVM_##id] = VIRT_ANSWER_WORD(indom, T, k.row, field)
 #define VM_WHEN(id, field, flag) \
 	[VIRT_M_KVM_VM_##id] = VIRT_ANSWER_WORD_WHEN(KVM_VM, struct vm_entry, k.row, field, flag)
+
+/* a sub-reason's count, and its time while measured */
+#define SUB(kind) \
+	WORD(kind##_COUNT, KVM_##kind, W_COUNT), \
+	[VIRT_M_KVM_##kind##_TIME] = VIRT_ANSWER_WORD_WHEN(KVM_##kind, struct sub_entry, k.row, \
+							   k.row.v[W_TIME], timed)
 
 static const struct virt_answer kvm_answers[VIRT_NMETRICS] = {
 	WORD(EXIT_COUNT, KVM_REASON, W_COUNT),
@@ -1143,6 +1383,7 @@ static const struct virt_answer kvm_answers[VIRT_NMETRICS] = {
 	VM_WHEN(HALT_POLL_TIME, sum[W_HALT_POLL_NS], poll),
 	[VIRT_M_KVM_VM_HALT_HIST] = VIRT_ANSWER_BUCKET(KVM_VM_HALT_HIST),
 	VIRT_ANSWER_PERCENTILES(VIRT_M_KVM_VM_HALT, KVM_VM, struct vm_entry, k.row, halt),
+	SUB(PIO), SUB(MSR), SUB(CPUID), SUB(MMIO),
 };
 
 /* Only the instance-name metrics are left, and the agent answers those
@@ -1169,8 +1410,17 @@ static const struct vm_entry *vm_of_by_row(const struct virt_row *row, unsigned 
 	return NULL;
 }
 
+static bool sub_indom(enum virt_indom_id indom)
+{
+	for (unsigned int k = 0; k < KVM_SUB_KINDS; k++)
+		if (sub_kinds[k].indom == indom)
+			return true;
+	return false;
+}
+
 /* A VM's labels: its identity's (vm_name, vm_uuid, vmm, vmm_pid); a
- * vCPU's: its VM's and vcpu; a "<vm>/<class>" row's: its VM's and class. */
+ * vCPU's: its VM's and vcpu; a "<vm>/<class>" row's: its VM's and class;
+ * a sub-reason's: its VM's. */
 static int kvm_labels(struct virt_family *fam, enum virt_indom_id indom, unsigned int inst,
 		      pmLabelSet **lp)
 {
@@ -1181,10 +1431,12 @@ static int kvm_labels(struct virt_family *fam, enum virt_indom_id indom, unsigne
 	int sts;
 
 	if (!fam->priv || (indom != VIRT_I_KVM_VM && indom != VIRT_I_KVM_VCPU &&
-			   indom != VIRT_I_KVM_VM_WAIT_BY) ||
+			   indom != VIRT_I_KVM_VM_WAIT_BY && !sub_indom(indom)) ||
 	    !(row = virt_row_of(virt_indom(indom), inst)))
 		return 0;
-	if (indom == VIRT_I_KVM_VCPU)
+	if (sub_indom(indom))
+		vm = vm_of(fam->priv, VIRT_ENTRY_OF(row, struct sub_entry)->tgid);
+	else if (indom == VIRT_I_KVM_VCPU)
 		vm = (c = VIRT_ENTRY_OF(row, struct vcpu_entry))->vm;
 	else if (indom == VIRT_I_KVM_VM_WAIT_BY)
 		vm = vm_of_by_row(row, &class);

@@ -5,10 +5,22 @@
  * Build:  cc -std=c11 -O2 -Wall -Wextra -Werror -o kvmguest kvmguest.c
  * (glibc >= 2.34: pthreads are in libc, no -pthread needed.)
  *
- * Usage:  kvmguest [-o N] [-c N] [-h N] [-n NR | -N] [-d USEC] [-v N] [-r R]
+ * Usage:  kvmguest [-o N] [-c N] [-l LEAF] [-R N] [-W N] [-m MSR] [-x VALUE]
+ *                  [-M N] [-G N] [-h N] [-n NR | -N] [-d USEC] [-v N] [-r R]
  *                  [-p PORT] [-V amd|intel] [-q] [-P SECS] [-w SECS] [-- ARGS]
  *   -o N      N `out PORT, al` instructions per vCPU (default 0)
  *   -c N      N `cpuid` instructions per vCPU (default 0)
+ *   -l LEAF   the cpuid leaf, in eax (default 0; ecx is 0)
+ *   -R N      N `rdmsr` of MSR per vCPU (default 0)
+ *   -W N      N `wrmsr` of VALUE to MSR per vCPU (default 0)
+ *   -m MSR    the MSR index, in ecx (default 0x10, IA32_TIME_STAMP_COUNTER:
+ *             KVM intercepts it on AMD and Intel and emulates it in the
+ *             kernel; a write sets the guest's TSC)
+ *   -x VALUE  what -W writes, edx:eax (default 0)
+ *   -M N      N one-byte MMIO writes to GPA 0x20000 per vCPU (default 0)
+ *   -G N      N one-byte MMIO reads from GPA 0x20000 per vCPU (default 0):
+ *             no memslot there, so each is a KVM_EXIT_MMIO to this VMM,
+ *             which checks it and answers reads with 0
  *   -h N      N hypercalls per vCPU (default 0)
  *   -n NR     hypercall number, in eax (default 42)
  *   -N        hypercall numbers N_hc, N_hc - 1, ..., 1 (each once per vCPU
@@ -47,8 +59,12 @@
  *     3: mov  edi, N_hc ; test edi, edi ; jz 5f
  *     4: mov  eax, NR ; xor ebx, ebx ; xor ecx, ecx ; xor edx, edx
  *        vmmcall (AMD) | vmcall (Intel) ; dec edi ; jnz 4b
- *     5: hlt
- *        jmp  5b
+ *     5: the same loop of N_rdmsr `mov ecx, MSR ; rdmsr`, then of N_wrmsr
+ *        `mov ecx, MSR ; mov eax, lo ; mov edx, hi ; wrmsr`
+ *     6: with -M or -G: mov ax, 0x2000 ; mov ds, ax (DS base 0x20000),
+ *        then loops of N_mmio_wr `mov [0], al` and N_mmio_rd `mov al, [0]`
+ *     7: hlt
+ *        jmp  7b
  *
  * The loop counter is edi: cpuid clobbers eax/ebx/ecx/edx, a hypercall
  * returns in eax and takes its arguments from rbx/rcx/rdx/rsi.
@@ -61,8 +77,14 @@
  *   vmmcall   N_hc        (SVM 0x81) / VMCALL (VMX 18), handled in the
  *                         kernel: kvm_hypercall nr=NR each time; for an
  *                         unknown NR (42) the guest gets -KVM_ENOSYS
+ *   msr       N_rdmsr + N_wrmsr (SVM 0x7c / VMX 31, 32), handled in the
+ *                         kernel: kvm_msr read / write each time
+ *   npf       N_mmio_wr + N_mmio_rd (SVM 0x400 / VMX EPT_MISCONFIG 49, after
+ *                         the first access's EPT_VIOLATION), each a
+ *                         KVM_EXIT_MMIO to the VMM
  *   hlt       1           (SVM 0x78 / VMX 12), KVM_EXIT_HLT to the VMM
- *   KVM_RUN returns = N_out + 1 (io ones + the final hlt)
+ *   KVM_RUN returns = N_out + N_mmio_wr + N_mmio_rd + 1 (io and mmio ones +
+ *                         the final hlt)
  * Not under our control, not to be asserted exactly:
  *   npf (SVM 0x400) / EPT_VIOLATION (VMX 48): the first fetch from the code
  *   page builds its NPT/EPT entry. Observed (Debian 6.1 kvm_amd nested in
@@ -85,10 +107,13 @@
  *   vendor amd|intel            hypercall instruction family used
  *   vcpus V / repeats R
  *   io_exits N                  KVM_EXIT_IO seen   (= o * v * r)
+ *   mmio_exits N                KVM_EXIT_MMIO seen (= (M + G) * v * r)
  *   hlt_exits N                 KVM_EXIT_HLT seen  (= v * r)
  *   other_exits N               any other KVM_RUN return (must be 0)
  *   userspace_exits N           KVM_RUN returns    (= (o + 1) * v * r)
- *   cpuid N                     cpuid executed     (= c * v * r)
+ *   cpuid N leaf L              cpuid executed     (= c * v * r)
+ *   rdmsr N msr M               rdmsr executed     (= R * v * r)
+ *   wrmsr N msr M               wrmsr executed     (= W * v * r)
  *   hypercalls N nr NR          hypercalls executed (= h * v * r)
  *   hypercall_ret X             guest eax after the last hypercall (signed,
  *                               -1000 = -KVM_ENOSYS), or "none"
@@ -121,8 +146,11 @@
 #define GUEST_MEM	0x10000UL
 #define CODE_GPA	0x1000UL
 #define TSS_ADDR	0xfffbd000UL	/* Intel without unrestricted guest */
+#define MMIO_GPA	0x20000UL	/* no memslot: MMIO to the VMM */
 
 static unsigned long n_out, n_cpuid, n_hc, hc_nr = 42, delay_us;
+static unsigned long leaf, n_rdmsr, n_wrmsr, msr = 0x10, n_mmio_wr, n_mmio_rd;
+static unsigned long long msr_value;
 static int hc_spread;			/* -N: hypercall number = loop counter */
 static unsigned long n_vcpus = 1, repeats = 1, port = 0x10;
 static int quiet, intel;
@@ -138,7 +166,7 @@ struct vcpu {
 	struct kvm_run *run;
 	pthread_t thread;
 	/* results */
-	uint64_t io, hlt, other, runs, delay_ns, end_ns;
+	uint64_t io, mmio, hlt, other, runs, delay_ns, end_ns;
 	int64_t hc_ret;
 	int bad;
 };
@@ -231,7 +259,7 @@ static void out_body(struct code *c)
 
 static void cpuid_body(struct code *c)
 {
-	b(c, 3, 0x66, 0x31, 0xc0);		/* xor eax, eax */
+	b(c, 2, 0x66, 0xb8); imm32(c, (uint32_t)leaf);	/* mov eax, leaf */
 	b(c, 3, 0x66, 0x31, 0xc9);		/* xor ecx, ecx */
 	b(c, 2, 0x0f, 0xa2);			/* cpuid */
 }
@@ -252,6 +280,30 @@ static void hc_body(struct code *c)
 		b(c, 3, 0x0f, 0x01, 0xd9);	/* vmmcall */
 }
 
+static void rdmsr_body(struct code *c)
+{
+	b(c, 2, 0x66, 0xb9); imm32(c, (uint32_t)msr);	/* mov ecx, msr */
+	b(c, 2, 0x0f, 0x32);			/* rdmsr */
+}
+
+static void wrmsr_body(struct code *c)
+{
+	b(c, 2, 0x66, 0xb9); imm32(c, (uint32_t)msr);	/* mov ecx, msr */
+	b(c, 2, 0x66, 0xb8); imm32(c, (uint32_t)msr_value);	/* mov eax, lo */
+	b(c, 2, 0x66, 0xba); imm32(c, (uint32_t)(msr_value >> 32));	/* mov edx, hi */
+	b(c, 2, 0x0f, 0x30);			/* wrmsr */
+}
+
+static void mmio_wr_body(struct code *c)
+{
+	b(c, 3, 0xa2, 0x00, 0x00);		/* mov [0], al */
+}
+
+static void mmio_rd_body(struct code *c)
+{
+	b(c, 3, 0xa0, 0x00, 0x00);		/* mov al, [0] */
+}
+
 static void assemble(uint8_t *mem)
 {
 	struct code c = { mem + CODE_GPA, 0 };
@@ -259,6 +311,14 @@ static void assemble(uint8_t *mem)
 	loop(&c, (uint32_t)n_out, out_body);
 	loop(&c, (uint32_t)n_cpuid, cpuid_body);
 	loop(&c, (uint32_t)n_hc, hc_body);
+	loop(&c, (uint32_t)n_rdmsr, rdmsr_body);
+	loop(&c, (uint32_t)n_wrmsr, wrmsr_body);
+	if (n_mmio_wr || n_mmio_rd) {
+		b(&c, 3, 0xb8, (MMIO_GPA >> 4) & 0xff, MMIO_GPA >> 12);	/* mov ax, 0x2000 */
+		b(&c, 2, 0x8e, 0xd8);		/* mov ds, ax */
+	}
+	loop(&c, (uint32_t)n_mmio_wr, mmio_wr_body);
+	loop(&c, (uint32_t)n_mmio_rd, mmio_rd_body);
 	hlt_off = c.n;
 	b(&c, 1, 0xf4);				/* hlt */
 	b(&c, 2, 0xeb, 0xfd);			/* jmp hlt */
@@ -347,6 +407,20 @@ static void *vcpu_run(void *arg)
 			if (delay_us)
 				spin_us(v);
 			break;
+		case KVM_EXIT_MMIO:
+			if (r->mmio.phys_addr != MMIO_GPA || r->mmio.len != 1 ||
+			    (r->mmio.is_write ? v->mmio >= n_mmio_wr : v->mmio < n_mmio_wr)) {
+				fprintf(stderr, "kvmguest: vcpu %u: unexpected mmio "
+					"gpa %#llx len %u write %u\n", v->id,
+					(unsigned long long)r->mmio.phys_addr,
+					r->mmio.len, r->mmio.is_write);
+				v->bad = 1;
+				return NULL;
+			}
+			if (!r->mmio.is_write)
+				memset(r->mmio.data, 0, sizeof(r->mmio.data));
+			v->mmio++;
+			break;
 		case KVM_EXIT_HLT:
 			v->end_ns = now_ns();
 			v->hlt++;
@@ -385,7 +459,7 @@ static void *vcpu_run(void *arg)
 /* ---- one VM lifetime ---- */
 
 struct totals {
-	uint64_t io, hlt, other, runs, delay_ns, run_ns;
+	uint64_t io, mmio, hlt, other, runs, delay_ns, run_ns;
 	int64_t hc_ret;
 	int bad;
 };
@@ -440,6 +514,7 @@ static void one_vm(struct totals *t)
 		struct vcpu *v = &vc[i];
 
 		t->io += v->io;
+		t->mmio += v->mmio;
 		t->hlt += v->hlt;
 		t->other += v->other;
 		t->runs += v->runs;
@@ -476,8 +551,9 @@ static unsigned long num(const char *s, char opt, unsigned long max)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: kvmguest [-o N] [-c N] [-h N] [-n NR | -N] "
-		"[-d USEC] [-v N] [-r R] [-p PORT] [-V amd|intel] [-q] [-P SECS] [-w SECS] [-- ARGS]\n");
+	fprintf(stderr, "usage: kvmguest [-o N] [-c N] [-l LEAF] [-R N] [-W N] [-m MSR] [-x VALUE] "
+		"[-M N] [-G N] [-h N] [-n NR | -N] [-d USEC] [-v N] [-r R] [-p PORT] [-V amd|intel] "
+		"[-q] [-P SECS] [-w SECS] [-- ARGS]\n");
 	exit(1);
 }
 
@@ -490,10 +566,17 @@ int main(int argc, char **argv)
 	uint64_t t0, t1;
 	int opt, mmap_size;
 
-	while ((opt = getopt(argc, argv, "o:c:h:n:Nd:v:r:p:V:qP:w:")) != -1) {
+	while ((opt = getopt(argc, argv, "o:c:l:R:W:m:x:M:G:h:n:Nd:v:r:p:V:qP:w:")) != -1) {
 		switch (opt) {
 		case 'o': n_out = num(optarg, 'o', 0x7fffffff); break;
 		case 'c': n_cpuid = num(optarg, 'c', 0x7fffffff); break;
+		case 'l': leaf = num(optarg, 'l', 0xffffffff); break;
+		case 'R': n_rdmsr = num(optarg, 'R', 0x7fffffff); break;
+		case 'W': n_wrmsr = num(optarg, 'W', 0x7fffffff); break;
+		case 'm': msr = num(optarg, 'm', 0xffffffff); break;
+		case 'x': msr_value = strtoull(optarg, NULL, 0); break;
+		case 'M': n_mmio_wr = num(optarg, 'M', 0x7fffffff); break;
+		case 'G': n_mmio_rd = num(optarg, 'G', 0x7fffffff); break;
 		case 'h': n_hc = num(optarg, 'h', 0x7fffffff); break;
 		case 'n': hc_nr = num(optarg, 'n', 0xffffffff); break;
 		case 'N': hc_spread = 1; break;
@@ -558,10 +641,13 @@ int main(int argc, char **argv)
 		printf("repeats %lu\n", i);
 		printf("port %#lx\n", port);
 		printf("io_exits %" PRIu64 "\n", t.io);
+		printf("mmio_exits %" PRIu64 "\n", t.mmio);
 		printf("hlt_exits %" PRIu64 "\n", t.hlt);
 		printf("other_exits %" PRIu64 "\n", t.other);
 		printf("userspace_exits %" PRIu64 "\n", t.runs);
-		printf("cpuid %lu\n", t.bad ? 0 : n_cpuid * n_vcpus * i);
+		printf("cpuid %lu leaf %#lx\n", t.bad ? 0 : n_cpuid * n_vcpus * i, leaf);
+		printf("rdmsr %lu msr %#lx\n", t.bad ? 0 : n_rdmsr * n_vcpus * i, msr);
+		printf("wrmsr %lu msr %#lx\n", t.bad ? 0 : n_wrmsr * n_vcpus * i, msr);
 		printf("hypercalls %lu nr %lu\n",
 		       t.bad ? 0 : n_hc * n_vcpus * i, hc_nr);
 		if (n_hc && !t.bad)
