@@ -97,10 +97,14 @@ struct vm_entry {
 	struct virt_row by[KVM_WAIT_CLASSES];
 	struct virt_row halt;
 	/* KVM's own "exits" (debugfs) and ours, from when both first saw
-	 * the VM: exits_unseen = KVM's growth - ours */
+	 * the VM: exits_unseen = KVM's growth - ours, taken only where
+	 * KVM's exits read just before ours equal those read after */
 	bool books_base;		/* both seen: unseen has a value */
 	bool books_seen;		/* KVM's exits read in this refresh */
-	uint64_t kvm_exits, kvm_exits0, our_exits0;
+	bool pre_ok;			/* kvm_exits_pre read */
+	unsigned int books_dirs;	/* its debugfs directories last seen */
+	char books_dir[24];		/* the last: "<pid>-<fd>" */
+	uint64_t kvm_exits, kvm_exits_pre, kvm_exits0, our_exits0;
 	uint64_t unseen;		/* int64_t, as PM_TYPE_64 reads it */
 };
 
@@ -1425,6 +1429,8 @@ static void book_stat(const struct kvm_book *k, void *arg)
 	if (k->vcpu < 0 && strcmp(k->name, "exits") == 0) {
 		vm->kvm_exits = b->value;
 		vm->books_seen = true;
+		vm->books_dirs++;
+		snprintf(vm->books_dir, sizeof(vm->books_dir), "%s", c->dir);
 	}
 }
 
@@ -1499,12 +1505,15 @@ static void books_expose(struct virt_table *t)
 }
 
 /* Its baselines when both books first have the VM, then KVM's growth
- * minus ours (virt.kvm.vm.exits: row word W_COUNT). */
+ * minus ours (virt.kvm.vm.exits: row word W_COUNT): only from a refresh
+ * whose two reads of KVM's exits, before and after ours, agree (else
+ * exits in between would count as unseen); else the last value stays. */
 static void books_unseen(struct vm_entry *vm)
 {
 	uint64_t ours = vm->k.row.v[W_COUNT];
 
-	if (!vm->k.row.live || !vm->books_seen)
+	if (!vm->k.row.live || !vm->books_seen || vm->books_dirs != 1 || !vm->pre_ok ||
+	    vm->kvm_exits_pre != vm->kvm_exits)
 		return;
 	if (!vm->books_base) {
 		vm->kvm_exits0 = vm->kvm_exits;
@@ -1532,8 +1541,10 @@ static void read_books(struct kvm_state *st)
 
 	books_unsee(&st->books);
 	books_unsee(&st->vcpu_books);
-	for (size_t i = 0; i < st->vms.n; i++)
+	for (size_t i = 0; i < st->vms.n; i++) {
 		vm_at(st, i)->books_seen = false;
+		vm_at(st, i)->books_dirs = 0;
+	}
 	while (d && (de = readdir(d))) {
 		struct books_ctx c = { st, NULL, de->d_name };
 		uint32_t pid = kvm_books_dir_pid(de->d_name);
@@ -1551,6 +1562,21 @@ static void read_books(struct kvm_state *st)
 		books_unseen(vm_at(st, i));
 }
 
+/* KVM's exits of each live VM with one debugfs directory, read just
+ * before ours (read_vms). */
+static void books_pre(struct kvm_state *st)
+{
+	char path[sizeof(KVM_BOOKS_ROOT) + 40];
+
+	for (size_t i = 0; i < st->vms.n; i++) {
+		struct vm_entry *vm = vm_at(st, i);
+
+		snprintf(path, sizeof(path), "%s/%s/exits", KVM_BOOKS_ROOT, vm->books_dir);
+		vm->pre_ok = vm->k.row.live && vm->books_dirs == 1 &&
+			     kvm_books_value(path, &vm->kvm_exits_pre) == 0;
+	}
+}
+
 static int kvm_refresh(struct virt_family *fam)
 {
 	struct kvm_state *st = fam->priv;
@@ -1565,6 +1591,7 @@ static int kvm_refresh(struct virt_family *fam)
 	err |= read_array(st, skel->maps.uexits, st->uexit, KVM_UEXIT_REASONS);
 	if (st->subs_on)
 		err |= read_subs(st);
+	books_pre(st);
 	read_vms(st, fam);
 	set_subs(st);
 	read_books(st);

@@ -140,6 +140,11 @@ static int read_dir(int dirfd, int vcpu, const struct kvm_books_ops *ops, void *
 	return 0;
 }
 
+int kvm_books_value(const char *path, uint64_t *v)
+{
+	return read_value(AT_FDCWD, path, v);
+}
+
 int kvm_books_read(int rootfd, const char *dir, const struct kvm_books_ops *ops, void *arg)
 {
 	int fd = openat(rootfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -33,6 +33,9 @@ struct kvm_books_ops {
  * cannot be read (the VM went away meanwhile). */
 int kvm_books_read(int rootfd, const char *dir, const struct kvm_books_ops *ops, void *arg);
 
+/* One file's value: 0, -EINVAL when it is no number, or -errno. */
+int kvm_books_value(const char *path, uint64_t *v);
+
 /* The pid of a VM directory's name "<pid>-<fd>"; 0 for any other name. */
 uint32_t kvm_books_dir_pid(const char *name);
 

@@ -125,6 +125,17 @@ int main(void)
 	CHECK(kvm_books_read(rootfd, "139-4", &ops, &s) == 0);
 	CHECK(s.nbad == 2 && !has(s.bad, "mmu_rmaps_stat"));
 	CHECK(kvm_books_read(rootfd, "140-4", &ops, &s) == -ENOENT);
+	{
+		char path[700];
+		uint64_t v = 0;
+
+		snprintf(path, sizeof(path), "%s/exits", dir);
+		CHECK(kvm_books_value(path, &v) == 0 && v == 1002);
+		snprintf(path, sizeof(path), "%s/mmu_rmaps_stat", dir);
+		CHECK(kvm_books_value(path, &v) == -EINVAL);
+		snprintf(path, sizeof(path), "%s/gone", dir);
+		CHECK(kvm_books_value(path, &v) == -ENOENT);
+	}
 
 	close(rootfd);
 	{
