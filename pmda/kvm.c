@@ -11,10 +11,12 @@
 #include "rows.h"
 #include "kvm.h"
 #include "kvm_names.h"
+#include "kvm_books.h"
 #include "kvm.skel.h"
 #include "vmid.h"
 
 #include <bpf/bpf.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/kvm.h>
@@ -94,6 +96,16 @@ struct vm_entry {
 	 * (histogram instances only) */
 	struct virt_row by[KVM_WAIT_CLASSES];
 	struct virt_row halt;
+	/* KVM's own "exits" (debugfs) and ours, from when both first saw
+	 * the VM: exits_unseen = KVM's growth - ours, taken only where
+	 * KVM's exits read just before ours equal those read after */
+	bool books_base;		/* both seen: unseen has a value */
+	bool books_seen;		/* KVM's exits read in this refresh */
+	bool pre_ok;			/* kvm_exits_pre read */
+	unsigned int books_dirs;	/* its debugfs directories last seen */
+	char books_dir[24];		/* the last: "<pid>-<fd>" */
+	uint64_t kvm_exits, kvm_exits_pre, kvm_exits0, our_exits0;
+	uint64_t unseen;		/* int64_t, as PM_TYPE_64 reads it */
 };
 
 
@@ -152,6 +164,27 @@ static const struct sub_kind {
  * virt_kvm_<method>_<name> */
 static const char *const sub_progs[] = { "pio", "msr", "cpuid", "mmio" };
 
+/* One of KVM's own values (debugfs) of a VM, "<vm>/<stat>", or of a
+ * vCPU, "<vm>/vcpu<N>/<stat>": the sum over the VM's directories (a VMM
+ * with two VMs has two) in this refresh. */
+struct book_entry {
+	struct virt_keyed k;		/* key: virt_name_key() */
+	struct vm_entry *vm;
+	int vcpu;			/* -1: the VM's */
+	char stat[KVM_BOOK_NAME_MAX];
+	uint64_t value;
+	bool seen;			/* read in this refresh */
+	bool counter, instant;		/* which metric has its value */
+};
+
+/* Files found to be no statistic, never opened again (x86's
+ * mmu_rmaps_stat walks the VM's rmaps under its MMU lock to print). */
+#define BOOKS_BAD_MAX 32
+struct books_bad {
+	int vcpu_level;			/* in vcpu<N>/ */
+	char name[KVM_BOOK_NAME_MAX];
+};
+
 struct kvm_state {
 	struct kvm_bpf *skel;
 	struct virt_row slots[KVM_SLOTS];
@@ -189,6 +222,10 @@ struct kvm_state {
 	struct kvm_sub_stats *sub_vals;
 	uint32_t sub_max;
 	uint64_t subs_gen;		/* reads of "subs" */
+	struct virt_table books, vcpu_books;	/* of struct book_entry */
+	struct books_bad bad[BOOKS_BAD_MAX];
+	unsigned int nbad;
+	int books_errno;		/* of the last failed open of the root, logged */
 	struct virt_bulk bulk;		/* bulk-read buffers, sized for the largest map */
 };
 
@@ -493,6 +530,7 @@ static int kvm_attach(struct virt_family *fam)
 		st->vcpu_rows = VIRT_TABLE_OF(struct vcpu_entry);
 		for (unsigned int k = 0; k < KVM_SUB_KINDS; k++)
 			st->subs[k] = VIRT_TABLE_OF(struct sub_entry);
+		st->books = st->vcpu_books = VIRT_TABLE_OF(struct book_entry);
 		init_rows(st);
 	}
 	if (!(st->skel = (struct kvm_bpf *)virt_attach_skel(fam, &kvm_ops)))
@@ -659,6 +697,22 @@ static void vcpu_rows_remove(struct kvm_state *st, const struct vm_entry *vm)
 		else
 			i++;
 	}
+}
+
+/* The VM's row goes: its rows of KVM's own values too. */
+static void books_remove(struct kvm_state *st, const struct vm_entry *vm)
+{
+	struct virt_table *tables[] = { &st->books, &st->vcpu_books };
+
+	for (size_t t = 0; t < VIRT_ARRAY_SIZE(tables); t++)
+		for (size_t i = 0; i < tables[t]->n;) {
+			struct book_entry *b = (struct book_entry *)tables[t]->v[i];
+
+			if (b->vm == vm)
+				virt_table_remove(tables[t], b);	/* the last takes its place */
+			else
+				i++;
+		}
 }
 
 static void add_words(uint64_t *to, const uint64_t *from)
@@ -890,6 +944,7 @@ static struct vm_entry *vm_row(struct kvm_state *st, uint32_t tgid, bool *droppe
 	} else {
 		return NULL;
 	}
+	vm->books_base = false;		/* a new struct kvm: KVM's books begin again */
 	vm->start = id->start;
 	vm->named = id->named;
 	vm->k.row.live = true;
@@ -918,6 +973,7 @@ static void retire_exited(struct kvm_state *st)
 			i++;
 		} else if (!vm->named || st->nretired >= VIRT_KEEP_EXITED) {
 			vcpu_rows_remove(st, vm);
+			books_remove(st, vm);
 			vm_rows_retire(vm, virt_row_release);
 			virt_table_remove(&st->vms, vm);	/* the last entry takes its place */
 		} else {
@@ -1309,6 +1365,218 @@ static void set_subs(struct kvm_state *st)
 	}
 }
 
+/* ------------------------------------------- KVM's own books (debugfs) */
+
+struct books_ctx {
+	struct kvm_state *st;
+	struct vm_entry *vm;
+	const char *dir;		/* "<pid>-<fd>" */
+};
+
+static bool book_skip(int vcpu, const char *name, void *arg)
+{
+	const struct kvm_state *st = ((struct books_ctx *)arg)->st;
+
+	for (unsigned int i = 0; i < st->nbad; i++)
+		if (st->bad[i].vcpu_level == (vcpu >= 0) &&
+		    strncmp(st->bad[i].name, name, sizeof(st->bad[i].name) - 1) == 0)
+			return true;	/* a name too long matches as far as it was kept */
+	return false;
+}
+
+/* A file that is no number is logged and never opened again; one that
+ * could not be read (its VM going away) is skipped in this refresh. */
+static void book_bad(int vcpu, const char *name, const char *relpath, int err, void *arg)
+{
+	struct books_ctx *c = arg;
+	struct kvm_state *st = c->st;
+
+	if ((err != -EINVAL && err != -ENAMETOOLONG) || st->nbad >= BOOKS_BAD_MAX)
+		return;
+	st->bad[st->nbad].vcpu_level = vcpu >= 0;
+	snprintf(st->bad[st->nbad].name, sizeof(st->bad[0].name), "%s", name);
+	st->nbad++;
+	virt_log(LOG_INFO, "kvm: %s/%s/%s is no statistic (%s), skipped from now on",
+		 KVM_BOOKS_ROOT, c->dir, relpath, err == -EINVAL ? "not a number" : "name too long");
+}
+
+static void book_stat(const struct kvm_book *k, void *arg)
+{
+	struct books_ctx *c = arg;
+	struct vm_entry *vm = c->vm;
+	char stat[KVM_BOOK_NAME_MAX], name[VIRT_NAME_MAX];
+	struct book_entry *b;
+
+	virt_sanitize(stat, sizeof(stat), k->name);
+	if (k->vcpu < 0)
+		snprintf(name, sizeof(name), "%.*s/%.*s", VMID_NAME_MAX, vm->k.row.name,
+			 KVM_BOOK_NAME_MAX - 1, stat);
+	else
+		snprintf(name, sizeof(name), "%.*s/vcpu%hu/%.*s", VMID_NAME_MAX, vm->k.row.name,
+			 (unsigned short)k->vcpu, KVM_BOOK_NAME_MAX - 1, stat);
+	b = virt_table_get_name(k->vcpu < 0 ? &c->st->books : &c->st->vcpu_books,
+				virt_indom(k->vcpu < 0 ? VIRT_I_KVM_VM_STAT : VIRT_I_KVM_VCPU_STAT),
+				PM_INDOM_NULL, name);
+	if (!b)
+		return;
+	b->vm = vm;
+	b->vcpu = k->vcpu;
+	snprintf(b->stat, sizeof(b->stat), "%s", stat);
+	b->value = b->seen ? b->value + k->value : k->value;
+	b->seen = true;
+	b->counter = !k->instant;
+	b->instant = k->instant;
+	if (k->vcpu < 0 && strcmp(k->name, "exits") == 0) {
+		vm->kvm_exits = b->value;
+		vm->books_seen = true;
+		vm->books_dirs++;
+		snprintf(vm->books_dir, sizeof(vm->books_dir), "%s", c->dir);
+	}
+}
+
+static const struct kvm_books_ops books_ops = {
+	.skip = book_skip, .stat = book_stat, .bad = book_bad,
+};
+
+/* The live VM whose VMM created the debugfs directory of pid: its
+ * thread id, which is the process's for every VMM we know (the VM made
+ * on the main thread), else /proc/<pid>/status names the process. */
+static struct vm_entry *books_vm(struct kvm_state *st, uint32_t pid)
+{
+	struct vm_entry *vm = vm_of(st, pid);
+	unsigned int tgid = 0;
+	char path[64], line[128];
+	FILE *f;
+
+	if (vm || !pid_alive(pid))
+		return vm && vm->k.row.live ? vm : NULL;
+	snprintf(path, sizeof(path), "/proc/%u/status", pid);
+	if (!(f = fopen(path, "re")))
+		return NULL;
+	while (fgets(line, sizeof(line), f) && sscanf(line, "Tgid: %u", &tgid) != 1)
+		;
+	fclose(f);
+	vm = tgid && tgid != pid ? vm_of(st, tgid) : NULL;
+	return vm && vm->k.row.live ? vm : NULL;
+}
+
+static void books_log_root(struct kvm_state *st, int err)
+{
+	if (err == st->books_errno)
+		return;
+	st->books_errno = err;
+	if (err)
+		virt_log(LOG_INFO, "kvm: KVM's own statistics unavailable: %s: %s%s", KVM_BOOKS_ROOT,
+			 strerror(err), err == ENOENT ? " (debugfs not mounted?)" : "");
+}
+
+/* The root, open (*root) and listed; NULL when it cannot be (logged once
+ * per reason). */
+static DIR *books_root(struct kvm_state *st, int *root)
+{
+	DIR *d = NULL;
+	int fd = -1, err;
+
+	if ((*root = open(KVM_BOOKS_ROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0 &&
+	    (fd = dup(*root)) >= 0)
+		d = fdopendir(fd);
+	err = d ? 0 : errno;
+	if (!d && fd >= 0)
+		close(fd);
+	if (!d && *root >= 0)
+		close(*root);
+	books_log_root(st, err);
+	return d;
+}
+
+/* A row has its instance while KVM's directory of its VM has the file. */
+static void books_expose(struct virt_table *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		struct book_entry *b = (struct book_entry *)t->v[i];
+
+		if (b->seen)
+			virt_row_expose(&b->k.row, true);
+		else
+			virt_row_retire(&b->k.row);
+		b->counter &= b->seen;
+		b->instant &= b->seen;
+	}
+}
+
+/* Its baselines when both books first have the VM, then KVM's growth
+ * minus ours (virt.kvm.vm.exits: row word W_COUNT): only from a refresh
+ * whose two reads of KVM's exits, before and after ours, agree (else
+ * exits in between would count as unseen); else the last value stays. */
+static void books_unseen(struct vm_entry *vm)
+{
+	uint64_t ours = vm->k.row.v[W_COUNT];
+
+	if (!vm->k.row.live || !vm->books_seen || vm->books_dirs != 1 || !vm->pre_ok ||
+	    vm->kvm_exits_pre != vm->kvm_exits)
+		return;
+	if (!vm->books_base) {
+		vm->kvm_exits0 = vm->kvm_exits;
+		vm->our_exits0 = ours;
+		vm->books_base = true;
+	}
+	vm->unseen = (uint64_t)((int64_t)(vm->kvm_exits - vm->kvm_exits0) -
+				(int64_t)(ours - vm->our_exits0));
+}
+
+static void books_unsee(struct virt_table *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		((struct book_entry *)t->v[i])->seen = false;
+}
+
+/* Each live VM's directory of /sys/kernel/debug/kvm: one readdir of the
+ * root, one of each VM directory and of each of its vcpu<N>/, a read of
+ * each file. No debugfs: no values (logged once). */
+static void read_books(struct kvm_state *st)
+{
+	struct dirent *de;
+	int root;
+	DIR *d = books_root(st, &root);
+
+	books_unsee(&st->books);
+	books_unsee(&st->vcpu_books);
+	for (size_t i = 0; i < st->vms.n; i++) {
+		vm_at(st, i)->books_seen = false;
+		vm_at(st, i)->books_dirs = 0;
+	}
+	while (d && (de = readdir(d))) {
+		struct books_ctx c = { st, NULL, de->d_name };
+		uint32_t pid = kvm_books_dir_pid(de->d_name);
+
+		if (pid && (c.vm = books_vm(st, pid)))
+			kvm_books_read(root, de->d_name, &books_ops, &c);
+	}
+	if (d) {
+		closedir(d);
+		close(root);
+	}
+	books_expose(&st->books);
+	books_expose(&st->vcpu_books);
+	for (size_t i = 0; i < st->vms.n; i++)
+		books_unseen(vm_at(st, i));
+}
+
+/* KVM's exits of each live VM with one debugfs directory, read just
+ * before ours (read_vms). */
+static void books_pre(struct kvm_state *st)
+{
+	char path[sizeof(KVM_BOOKS_ROOT) + 40];
+
+	for (size_t i = 0; i < st->vms.n; i++) {
+		struct vm_entry *vm = vm_at(st, i);
+
+		snprintf(path, sizeof(path), "%s/%s/exits", KVM_BOOKS_ROOT, vm->books_dir);
+		vm->pre_ok = vm->k.row.live && vm->books_dirs == 1 &&
+			     kvm_books_value(path, &vm->kvm_exits_pre) == 0;
+	}
+}
+
 static int kvm_refresh(struct virt_family *fam)
 {
 	struct kvm_state *st = fam->priv;
@@ -1323,8 +1591,10 @@ static int kvm_refresh(struct virt_family *fam)
 	err |= read_array(st, skel->maps.uexits, st->uexit, KVM_UEXIT_REASONS);
 	if (st->subs_on)
 		err |= read_subs(st);
+	books_pre(st);
 	read_vms(st, fam);
 	set_subs(st);
+	read_books(st);
 	fam->dropped = virt_percpu_counters_total(bpf_map__fd(skel->maps.drops), &st->bulk,
 						  KVM_DROPS) + st->vm_drops;
 	return err ? -EIO : 0;
@@ -1348,6 +1618,9 @@ static int kvm_refresh(struct virt_family *fam)
 	WORD(kind##_COUNT, KVM_##kind, W_COUNT), \
 	[VIRT_M_KVM_##kind##_TIME] = VIRT_ANSWER_WORD_WHEN(KVM_##kind, struct sub_entry, k.row, \
 							   k.row.v[W_TIME], timed)
+/* one of KVM's values, in the metric its kind says */
+#define BOOK(id, indom, kind) \
+	[VIRT_M_KVM_##id] = VIRT_ANSWER_WORD_WHEN(indom, struct book_entry, k.row, value, kind)
 
 static const struct virt_answer kvm_answers[VIRT_NMETRICS] = {
 	WORD(EXIT_COUNT, KVM_REASON, W_COUNT),
@@ -1384,6 +1657,11 @@ static const struct virt_answer kvm_answers[VIRT_NMETRICS] = {
 	[VIRT_M_KVM_VM_HALT_HIST] = VIRT_ANSWER_BUCKET(KVM_VM_HALT_HIST),
 	VIRT_ANSWER_PERCENTILES(VIRT_M_KVM_VM_HALT, KVM_VM, struct vm_entry, k.row, halt),
 	SUB(PIO), SUB(MSR), SUB(CPUID), SUB(MMIO),
+	VM_WHEN(EXITS_UNSEEN, unseen, books_base),
+	BOOK(VM_KVM_STAT, KVM_VM_STAT, counter),
+	BOOK(VM_KVM_STAT_INSTANT, KVM_VM_STAT, instant),
+	BOOK(VCPU_KVM_STAT, KVM_VCPU_STAT, counter),
+	BOOK(VCPU_KVM_STAT_INSTANT, KVM_VCPU_STAT, instant),
 };
 
 /* Only the instance-name metrics are left, and the agent answers those
@@ -1418,24 +1696,39 @@ static bool sub_indom(enum virt_indom_id indom)
 	return false;
 }
 
+/* A KVM value's: its stat and, for a vCPU's, the vcpu. */
+static int book_labels(pmLabelSet **lp, const struct book_entry *b)
+{
+	int sts = virt_label_add(lp, "stat", b->stat);
+
+	if (sts >= 0 && b->vcpu >= 0)
+		sts = pmdaAddLabels(lp, "{\"vcpu\":%d}", b->vcpu);
+	return sts;
+}
+
 /* A VM's labels: its identity's (vm_name, vm_uuid, vmm, vmm_pid); a
  * vCPU's: its VM's and vcpu; a "<vm>/<class>" row's: its VM's and class;
- * a sub-reason's: its VM's. */
+ * a sub-reason's: its VM's; a KVM value's: its VM's, stat and (a vCPU's)
+ * vcpu. */
 static int kvm_labels(struct virt_family *fam, enum virt_indom_id indom, unsigned int inst,
 		      pmLabelSet **lp)
 {
 	const struct vcpu_entry *c = NULL;
+	const struct book_entry *b = NULL;
 	const struct vm_entry *vm;
 	unsigned int class = KVM_WAIT_CLASSES;
 	struct virt_row *row;
 	int sts;
 
 	if (!fam->priv || (indom != VIRT_I_KVM_VM && indom != VIRT_I_KVM_VCPU &&
-			   indom != VIRT_I_KVM_VM_WAIT_BY && !sub_indom(indom)) ||
+			   indom != VIRT_I_KVM_VM_WAIT_BY && indom != VIRT_I_KVM_VM_STAT &&
+			   indom != VIRT_I_KVM_VCPU_STAT && !sub_indom(indom)) ||
 	    !(row = virt_row_of(virt_indom(indom), inst)))
 		return 0;
 	if (sub_indom(indom))
 		vm = vm_of(fam->priv, VIRT_ENTRY_OF(row, struct sub_entry)->tgid);
+	else if (indom == VIRT_I_KVM_VM_STAT || indom == VIRT_I_KVM_VCPU_STAT)
+		vm = (b = VIRT_ENTRY_OF(row, struct book_entry))->vm;
 	else if (indom == VIRT_I_KVM_VCPU)
 		vm = (c = VIRT_ENTRY_OF(row, struct vcpu_entry))->vm;
 	else if (indom == VIRT_I_KVM_VM_WAIT_BY)
@@ -1448,6 +1741,8 @@ static int kvm_labels(struct virt_family *fam, enum virt_indom_id indom, unsigne
 		return sts;
 	if (c)
 		sts = pmdaAddLabels(lp, "{\"vcpu\":%u}", c->id);
+	else if (b)
+		sts = book_labels(lp, b);
 	else if (class < KVM_WAIT_CLASSES)
 		sts = pmdaAddLabels(lp, "{\"class\":\"%s\"}", wait_class_names[class]);
 	return sts < 0 ? sts : 0;

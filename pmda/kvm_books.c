@@ -1,0 +1,155 @@
+/*
+ * KVM's own statistics of a VM from debugfs. kvm_create_vm_debugfs()
+ * (virt/kvm/kvm_main.c) makes /sys/kernel/debug/kvm/<pid>-<fd>/, <pid>
+ * the creating thread's, with one file per VM statistic and one per vCPU
+ * statistic (the sum over the VM's vCPUs: kvm_get_stat_per_vcpu()), each
+ * printing "%llu\n"; kvm_stats_debugfs_mode() makes instant statistics
+ * 0444 and cumulative and peak ones 0644 (writing 0 clears them). The
+ * arch adds files of other formats (x86: mmu_rmaps_stat, a table).
+ * kvm_create_vcpu_debugfs() makes vcpu<N>/ with "pid" and the arch's
+ * per-vCPU state (x86: guest_mode, tsc-offset, ...), all 0444.
+ */
+#include "kvm_books.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+uint32_t kvm_books_dir_pid(const char *name)
+{
+	char *end;
+	unsigned long pid;
+
+	if (name[0] < '1' || name[0] > '9')
+		return 0;
+	pid = strtoul(name, &end, 10);
+	if (*end != '-' || end[1] < '0' || end[1] > '9' || pid > UINT32_MAX)
+		return 0;
+	strtoul(end + 1, &end, 10);
+	return *end ? 0 : (uint32_t)pid;
+}
+
+/* "%llu\n" or, for signed state such as tsc-offset, "%lld\n" (kept as
+ * its two's complement). */
+static bool parse_value(const char *buf, uint64_t *v)
+{
+	char *end;
+
+	errno = 0;
+	if (buf[0] == '-')
+		*v = (uint64_t)strtoll(buf, &end, 10);
+	else if (buf[0] >= '0' && buf[0] <= '9')
+		*v = strtoull(buf, &end, 10);
+	else
+		return false;
+	return errno == 0 && end != buf && (*end == '\n' || *end == '\0') &&
+	       (*end == '\0' || end[1] == '\0');
+}
+
+/* One file: 0, -EINVAL when it is no number, or -errno. */
+static int read_value(int dirfd, const char *name, uint64_t *v)
+{
+	char buf[32];
+	ssize_t n;
+	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	if (n < 0)
+		return (int)n;
+	buf[n] = '\0';
+	if (n == (ssize_t)sizeof(buf) - 1 || !parse_value(buf, v))
+		return -EINVAL;
+	return 0;
+}
+
+static void read_file(int dirfd, int vcpu, const char *name, const struct stat *sb,
+		      const struct kvm_books_ops *ops, void *arg)
+{
+	struct kvm_book b = { .vcpu = vcpu, .name = name, .instant = !(sb->st_mode & 0222) };
+	char rel[2 * KVM_BOOK_NAME_MAX + 16];
+	int err = -ENAMETOOLONG;
+
+	if (ops->skip && ops->skip(vcpu, name, arg))
+		return;
+	if (strlen(name) < KVM_BOOK_NAME_MAX && !(err = read_value(dirfd, name, &b.value))) {
+		ops->stat(&b, arg);
+		return;
+	}
+	if (vcpu < 0)
+		snprintf(rel, sizeof(rel), "%.*s", 2 * KVM_BOOK_NAME_MAX, name);
+	else
+		snprintf(rel, sizeof(rel), "vcpu%d/%.*s", vcpu, 2 * KVM_BOOK_NAME_MAX, name);
+	ops->bad(vcpu, name, rel, err, arg);
+}
+
+/* vcpu<N>: N, else -1 */
+static int vcpu_dir_id(const char *name)
+{
+	char *end;
+	long id;
+
+	if (strncmp(name, "vcpu", 4) != 0 || name[4] < '0' || name[4] > '9')
+		return -1;
+	id = strtol(name + 4, &end, 10);
+	return *end || id > 65535 ? -1 : (int)id;
+}
+
+static int read_dir(int dirfd, int vcpu, const struct kvm_books_ops *ops, void *arg);
+
+static void read_entry(int dirfd, int vcpu, const char *name, const struct kvm_books_ops *ops,
+		       void *arg)
+{
+	struct stat sb;
+	int id, sub;
+
+	if (name[0] == '.' || fstatat(dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+		return;
+	if (S_ISREG(sb.st_mode)) {
+		read_file(dirfd, vcpu, name, &sb, ops, arg);
+	} else if (S_ISDIR(sb.st_mode) && vcpu < 0 && (id = vcpu_dir_id(name)) >= 0 &&
+		   (sub = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		read_dir(sub, id, ops, arg);	/* closes sub */
+	}
+}
+
+/* Reads the directory and closes dirfd. */
+static int read_dir(int dirfd, int vcpu, const struct kvm_books_ops *ops, void *arg)
+{
+	DIR *d = fdopendir(dirfd);
+	struct dirent *de;
+
+	if (!d) {
+		int err = errno;
+
+		close(dirfd);
+		return -err;
+	}
+	while ((de = readdir(d)))
+		read_entry(dirfd, vcpu, de->d_name, ops, arg);
+	closedir(d);
+	return 0;
+}
+
+int kvm_books_value(const char *path, uint64_t *v)
+{
+	return read_value(AT_FDCWD, path, v);
+}
+
+int kvm_books_read(int rootfd, const char *dir, const struct kvm_books_ops *ops, void *arg)
+{
+	int fd = openat(rootfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	return read_dir(fd, -1, ops, arg);
+}

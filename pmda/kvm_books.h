@@ -1,0 +1,42 @@
+/* KVM's own statistics ("books") of a VM, read from debugfs
+ * (pmda/kvm_books.c), split out of pmda/kvm.c so that
+ * qa/unit/t_kvm_books.c can run it on a directory tree of its own. */
+#ifndef VIRT_KVM_BOOKS_H
+#define VIRT_KVM_BOOKS_H
+#include <stdbool.h>
+#include <stdint.h>
+
+#define KVM_BOOKS_ROOT "/sys/kernel/debug/kvm"
+/* bytes of a statistic name with its NUL: KVM_STATS_NAME_SIZE */
+#define KVM_BOOK_NAME_MAX 48
+
+/* One statistic file: the VM's own (vcpu -1) or in its vcpu<N>/ (N < 65536). */
+struct kvm_book {
+	int vcpu;
+	const char *name;
+	uint64_t value;
+	bool instant;		/* read-only file: KVM_STATS_TYPE_INSTANT */
+};
+
+struct kvm_books_ops {
+	/* a file not to open (one found bad before); may be NULL */
+	bool (*skip)(int vcpu, const char *name, void *arg);
+	void (*stat)(const struct kvm_book *b, void *arg);
+	/* a file that is no number (err -EINVAL: e.g. x86's mmu_rmaps_stat
+	 * table; -ENAMETOOLONG: a name of KVM_BOOK_NAME_MAX or more) or could
+	 * not be read (-errno); relpath: its path in the VM directory */
+	void (*bad)(int vcpu, const char *name, const char *relpath, int err, void *arg);
+};
+
+/* Every file of the VM directory dir (below rootfd) and of its vcpu<N>/
+ * subdirectories, one readdir each. 0, or -errno when the directory
+ * cannot be read (the VM went away meanwhile). */
+int kvm_books_read(int rootfd, const char *dir, const struct kvm_books_ops *ops, void *arg);
+
+/* One file's value: 0, -EINVAL when it is no number, or -errno. */
+int kvm_books_value(const char *path, uint64_t *v);
+
+/* The pid of a VM directory's name "<pid>-<fd>"; 0 for any other name. */
+uint32_t kvm_books_dir_pid(const char *name);
+
+#endif
