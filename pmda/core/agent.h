@@ -38,6 +38,7 @@ extern uint64_t virt_refreshes;
 void virt_poll_families(void);		/* every poll interval and at start */
 void virt_refresh_family(struct virt_family *fam);
 void virt_shutdown_families(void);
+uint64_t virt_retry_wait_ns(const struct virt_family *fam);	/* retry_wait */
 
 /* progstats.c: run time and runs of each family's own BPF programs */
 void virt_progstats_hold(bool on);	/* [agent] bpf_stats: hold BPF_ENABLE_STATS */

@@ -108,6 +108,9 @@ static int fetch_control(enum virt_metric_id id, unsigned int inst, pmAtomValue 
 	case VIRT_M_MODULE_REFRESH_CPU_NS:
 		atom->ull = fam->refresh_cpu_ns;
 		return PMDA_FETCH_STATIC;
+	case VIRT_M_MODULE_RETRY_WAIT:
+		atom->ull = virt_retry_wait_ns(fam);
+		return PMDA_FETCH_STATIC;
 	default:
 		return PM_ERR_PMID;
 	}

@@ -118,6 +118,7 @@ static void note_slow(const struct virt_family *fam, const char *what, uint64_t 
 static struct {
 	unsigned int failures;
 	uint64_t at_ms;
+	uint64_t wait_ms;	/* the wait before at_ms */
 	char logged[VIRT_REASON_MAX];	/* the failure reason last logged */
 } retry[VIRT_NFAMILIES];
 
@@ -130,7 +131,15 @@ static bool retry_due(struct virt_family *fam)
 static void retry_reset(struct virt_family *fam)
 {
 	retry[fam - virt_families].failures = 0;
+	retry[fam - virt_families].wait_ms = 0;
 	retry[fam - virt_families].logged[0] = '\0';
+}
+
+/* virt.control.module.retry_wait: the wait after the last failed attach
+ * before the next one, 0 when the family is not retrying. */
+uint64_t virt_retry_wait_ns(const struct virt_family *fam)
+{
+	return retry[fam - virt_families].wait_ms * 1000000ull;
 }
 
 /* A failed attach is logged, with libbpf's messages, when its reason is
@@ -161,6 +170,7 @@ static void failed(struct virt_family *fam, bool retry_it)
 	if (retry_it) {
 		retry[f].failures++;
 		retry[f].at_ms = virt_now_ms() + wait;
+		retry[f].wait_ms = wait;
 	}
 }
 
