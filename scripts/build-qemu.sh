@@ -4,13 +4,15 @@
 # the dtrace trace backend (USDT probes in the binary) and symbols, so the
 # family can attach by USDT and by symbol. Debian's packaged binary is
 # stripped and has no USDT probes; this one differs only in those two.
+# Symbols here are the ELF symbol table, which an unstripped build keeps:
+# no DWARF (the family reads none, and -g slows the build).
 #
 #   scripts/build-qemu.sh [DIR]     (default $PMDAVIRT_QEMU or
 #                                    /var/cache/pmdavirt/qemu)
 #
 # Cached: DIR/<version>-<hash of this script>/bin/qemu-system-x86_64 is
 # reused while neither the installed qemu-system-x86's source version nor
-# this script changes. Prints the binary's path
+# this script changes; a second run waits for one under way. Prints the binary's path
 # as its last line. Needs root (apt-get), deb-src access and ~2.5 GB of disk.
 set -eu
 dir=${1:-${PMDAVIRT_QEMU:-/var/cache/pmdavirt/qemu}}
@@ -23,6 +25,11 @@ uver=$(echo "$ver" | sed 's/^[0-9]*://')
 # a new version of this script (other configure options) builds anew
 out=$dir/$uver-$(md5sum < "$0" | cut -c1-8)
 bin=$out/bin/qemu-system-x86_64
+# one build at a time: make check starts one in the background at its
+# start, and check-qemu's call waits here for it, then finds it cached
+mkdir -p "$dir"
+exec 9> "$dir/.lock"
+flock 9
 if [ -x "$bin" ] && [ -f "$out/.done" ]; then
 	echo "build-qemu.sh: cached $bin" >&2
 	echo "$bin"
@@ -54,7 +61,7 @@ cd build
 # Debian's python3 first (not a pyenv one): Debian's meson runs under it
 PATH=/usr/bin:/bin:$PATH
 ../src/configure --prefix="$out" --target-list=x86_64-softmmu \
-	--enable-trace-backends=dtrace --enable-slirp --enable-virtfs --enable-debug-info \
+	--enable-trace-backends=dtrace --enable-slirp --enable-virtfs --disable-debug-info \
 	--disable-docs --disable-werror --disable-install-blobs --disable-tools \
 	--disable-guest-agent --disable-gtk --disable-sdl --disable-vnc --disable-opengl \
 	--disable-spice --disable-xen --disable-capstone --disable-curl --disable-libusb \
