@@ -1562,6 +1562,16 @@ static void read_books(struct kvm_state *st)
 		books_unseen(vm_at(st, i));
 }
 
+/* KVM's books cost a directory walk and ~60 reads per VM: read only for a
+ * request that names one of their metrics or instance domains. */
+static bool books_asked(void)
+{
+	return virt_asked(VIRT_M_KVM_VM_KVM_STAT) || virt_asked(VIRT_M_KVM_VM_KVM_STAT_INSTANT) ||
+	       virt_asked(VIRT_M_KVM_VCPU_KVM_STAT) ||
+	       virt_asked(VIRT_M_KVM_VCPU_KVM_STAT_INSTANT) ||
+	       virt_asked(VIRT_M_KVM_VM_EXITS_UNSEEN);
+}
+
 /* KVM's exits of each live VM with one debugfs directory, read just
  * before ours (read_vms). */
 static void books_pre(struct kvm_state *st)
@@ -1581,6 +1591,7 @@ static int kvm_refresh(struct virt_family *fam)
 {
 	struct kvm_state *st = fam->priv;
 	struct kvm_bpf *skel = st->skel;
+	bool books = books_asked();
 	int err = 0;
 
 	read_exits(st);
@@ -1591,10 +1602,12 @@ static int kvm_refresh(struct virt_family *fam)
 	err |= read_array(st, skel->maps.uexits, st->uexit, KVM_UEXIT_REASONS);
 	if (st->subs_on)
 		err |= read_subs(st);
-	books_pre(st);
+	if (books)
+		books_pre(st);
 	read_vms(st, fam);
 	set_subs(st);
-	read_books(st);
+	if (books)
+		read_books(st);
 	fam->dropped = virt_percpu_counters_total(bpf_map__fd(skel->maps.drops), &st->bulk,
 						  KVM_DROPS) + st->vm_drops;
 	return err ? -EIO : 0;
