@@ -24,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sched.h>
 #include <time.h>
 #include <unistd.h>
@@ -625,15 +624,6 @@ static int read_hash(struct kvm_state *st, struct bpf_map *map, struct virt_tabl
 	return got < 0 ? got : 0;
 }
 
-static bool pid_alive(unsigned long pid)
-{
-	char path[64];
-	struct stat sb;
-
-	snprintf(path, sizeof(path), "/proc/%lu", pid);
-	return stat(path, &sb) == 0;
-}
-
 /* ------------------------------------------------- per-VM from slots */
 
 static bool not_retired(const void *e, const void *arg)
@@ -657,7 +647,7 @@ static bool vmm_alive(struct kvm_state *st, uint32_t tgid)
 {
 	struct vm_entry *vm = vm_of(st, tgid);
 
-	return vm ? vm->k.row.live : pid_alive(tgid);
+	return vm ? vm->k.row.live : virt_pid_alive(tgid);
 }
 
 /* ------------------------------------------------------------ per vCPU */
@@ -1042,7 +1032,7 @@ static void fold_exited_gone(struct kvm_state *st, int n)
 	for (int i = 0; i < n; i++) {
 		struct vm_entry *vm = vm_of(st, st->gone_tgid[i]);
 
-		if (vm ? vm->k.row.live : pid_alive(st->gone_tgid[i]))
+		if (vm ? vm->k.row.live : virt_pid_alive(st->gone_tgid[i]))
 			continue;
 		if (vm)
 			add_vm_stats(vm->gone, &st->gone[i]);
@@ -1063,7 +1053,7 @@ static int fold_exited_vcpus_gone(struct kvm_state *st, int n)
 		struct vm_entry *vm = vm_of(st, tgid);
 		struct vcpu_entry *c;
 
-		if (vm ? vm->k.row.live : pid_alive(tgid)) {
+		if (vm ? vm->k.row.live : virt_pid_alive(tgid)) {
 			st->vgone_key[kept] = st->vgone_key[i];
 			st->vgone[kept++] = st->vgone[i];
 			continue;
@@ -1312,7 +1302,7 @@ static int read_subs(struct kvm_state *st)
 		if (k->kind >= KVM_SUB_KINDS)
 			continue;
 		if (!vm) {		/* no row yet (next refresh), or never one */
-			if (!pid_alive(k->tgid))
+			if (!virt_pid_alive(k->tgid))
 				sub_delete(st, k);
 			continue;
 		}
@@ -1448,7 +1438,7 @@ static struct vm_entry *books_vm(struct kvm_state *st, uint32_t pid)
 	char path[64], line[128];
 	FILE *f;
 
-	if (vm || !pid_alive(pid))
+	if (vm || !virt_pid_alive(pid))
 		return vm && vm->k.row.live ? vm : NULL;
 	snprintf(path, sizeof(path), "/proc/%u/status", pid);
 	if (!(f = fopen(path, "re")))

@@ -181,6 +181,7 @@ int virt_label_queue(pmLabelSet **lp, const char *devq, const char *driver);
 /* Kernel introspection: cheap checks, no bpf() calls. */
 bool virt_kmod_present(const char *name);	/* /sys/module/<name> */
 bool virt_kmod_btf(const char *name);		/* /sys/kernel/btf/<name> */
+bool virt_pid_alive(uint32_t pid);		/* /proc/<pid> */
 bool virt_tracepoint_exists(const char *system, const char *event);
 bool virt_ksym_exists(const char *name);	/* virt_ksym_lookup: attach only */
 /* Kernel (vmlinux or module) symbols by name: present[i], and addrs[i]
