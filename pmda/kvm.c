@@ -263,14 +263,6 @@ static bool kvm_ready(struct virt_family *fam)
 	return true;
 }
 
-static void *map_array(struct bpf_map *map, size_t n)
-{
-	void *p = mmap(NULL, n * bpf_map__value_size(map), PROT_READ | PROT_WRITE, MAP_SHARED,
-		       bpf_map__fd(map), 0);
-
-	return p == MAP_FAILED ? NULL : p;
-}
-
 static void unmap_arrays(struct kvm_state *st)
 {
 	if (st->vcpus)
@@ -290,12 +282,17 @@ static void unmap_arrays(struct kvm_state *st)
 	st->nocc = st->nocc_prev = 0;
 }
 
+/* vcpus and threads have nvcpus entries, exits KVM_SLOTS. A failure is
+ * reported by attached() ("mmap: <errno>"): virt_map_mmap's why is dropped. */
 static int map_arrays(struct kvm_state *st, struct kvm_bpf *skel, size_t nvcpus)
 {
+	char why[VIRT_REASON_MAX];
+	size_t bytes;
+
 	st->nvcpus = nvcpus;
-	st->vcpus = map_array(skel->maps.vcpus, nvcpus);
-	st->threads = map_array(skel->maps.threads, nvcpus);
-	st->exits = map_array(skel->maps.exits, KVM_SLOTS);
+	st->vcpus = virt_map_mmap(skel->maps.vcpus, &bytes, why, sizeof(why));
+	st->threads = virt_map_mmap(skel->maps.threads, &bytes, why, sizeof(why));
+	st->exits = virt_map_mmap(skel->maps.exits, &bytes, why, sizeof(why));
 	st->recs = calloc(nvcpus, sizeof(*st->recs));
 	st->occ = calloc(nvcpus, sizeof(*st->occ));
 	st->occ_prev = calloc(nvcpus, sizeof(*st->occ_prev));
