@@ -498,7 +498,7 @@ static void kvm_detach(struct virt_family *fam)
 	subs_forget(st);
 	st->vgone_valid = false;
 	unmap_arrays(st);
-	kvm_bpf__destroy(st->skel);
+	virt_skel_destroy((struct virt_skel *)st->skel);
 	st->skel = NULL;
 	for (unsigned int s = 0; s < KVM_SLOTS; s++)
 		virt_row_rebase(&st->slots[s]);

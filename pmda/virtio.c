@@ -259,7 +259,7 @@ static void virtio_detach(struct virt_family *fam)
 		munmap(st->slots, st->slots_len);
 	st->slots = NULL;
 	st->nslots = 0;
-	virtio_bpf__destroy(st->skel);
+	virt_skel_destroy((struct virt_skel *)st->skel);
 	st->skel = NULL;
 	for (size_t i = 0; i < st->rows.n; i++) {
 		struct vq_row *r = row_at(st, i);
