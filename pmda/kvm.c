@@ -24,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sched.h>
 #include <time.h>
 #include <unistd.h>
@@ -264,14 +263,6 @@ static bool kvm_ready(struct virt_family *fam)
 	return true;
 }
 
-static void *map_array(struct bpf_map *map, size_t n)
-{
-	void *p = mmap(NULL, n * bpf_map__value_size(map), PROT_READ | PROT_WRITE, MAP_SHARED,
-		       bpf_map__fd(map), 0);
-
-	return p == MAP_FAILED ? NULL : p;
-}
-
 static void unmap_arrays(struct kvm_state *st)
 {
 	if (st->vcpus)
@@ -291,12 +282,17 @@ static void unmap_arrays(struct kvm_state *st)
 	st->nocc = st->nocc_prev = 0;
 }
 
+/* vcpus and threads have nvcpus entries, exits KVM_SLOTS. A failure is
+ * reported by attached() ("mmap: <errno>"): virt_map_mmap's why is dropped. */
 static int map_arrays(struct kvm_state *st, struct kvm_bpf *skel, size_t nvcpus)
 {
+	char why[VIRT_REASON_MAX];
+	size_t bytes;
+
 	st->nvcpus = nvcpus;
-	st->vcpus = map_array(skel->maps.vcpus, nvcpus);
-	st->threads = map_array(skel->maps.threads, nvcpus);
-	st->exits = map_array(skel->maps.exits, KVM_SLOTS);
+	st->vcpus = virt_map_mmap(skel->maps.vcpus, &bytes, why, sizeof(why));
+	st->threads = virt_map_mmap(skel->maps.threads, &bytes, why, sizeof(why));
+	st->exits = virt_map_mmap(skel->maps.exits, &bytes, why, sizeof(why));
 	st->recs = calloc(nvcpus, sizeof(*st->recs));
 	st->occ = calloc(nvcpus, sizeof(*st->occ));
 	st->occ_prev = calloc(nvcpus, sizeof(*st->occ_prev));
@@ -502,7 +498,7 @@ static void kvm_detach(struct virt_family *fam)
 	subs_forget(st);
 	st->vgone_valid = false;
 	unmap_arrays(st);
-	kvm_bpf__destroy(st->skel);
+	virt_skel_destroy((struct virt_skel *)st->skel);
 	st->skel = NULL;
 	for (unsigned int s = 0; s < KVM_SLOTS; s++)
 		virt_row_rebase(&st->slots[s]);
@@ -625,15 +621,6 @@ static int read_hash(struct kvm_state *st, struct bpf_map *map, struct virt_tabl
 	return got < 0 ? got : 0;
 }
 
-static bool pid_alive(unsigned long pid)
-{
-	char path[64];
-	struct stat sb;
-
-	snprintf(path, sizeof(path), "/proc/%lu", pid);
-	return stat(path, &sb) == 0;
-}
-
 /* ------------------------------------------------- per-VM from slots */
 
 static bool not_retired(const void *e, const void *arg)
@@ -657,7 +644,7 @@ static bool vmm_alive(struct kvm_state *st, uint32_t tgid)
 {
 	struct vm_entry *vm = vm_of(st, tgid);
 
-	return vm ? vm->k.row.live : pid_alive(tgid);
+	return vm ? vm->k.row.live : virt_pid_alive(tgid);
 }
 
 /* ------------------------------------------------------------ per vCPU */
@@ -1042,7 +1029,7 @@ static void fold_exited_gone(struct kvm_state *st, int n)
 	for (int i = 0; i < n; i++) {
 		struct vm_entry *vm = vm_of(st, st->gone_tgid[i]);
 
-		if (vm ? vm->k.row.live : pid_alive(st->gone_tgid[i]))
+		if (vm ? vm->k.row.live : virt_pid_alive(st->gone_tgid[i]))
 			continue;
 		if (vm)
 			add_vm_stats(vm->gone, &st->gone[i]);
@@ -1063,7 +1050,7 @@ static int fold_exited_vcpus_gone(struct kvm_state *st, int n)
 		struct vm_entry *vm = vm_of(st, tgid);
 		struct vcpu_entry *c;
 
-		if (vm ? vm->k.row.live : pid_alive(tgid)) {
+		if (vm ? vm->k.row.live : virt_pid_alive(tgid)) {
 			st->vgone_key[kept] = st->vgone_key[i];
 			st->vgone[kept++] = st->vgone[i];
 			continue;
@@ -1312,7 +1299,7 @@ static int read_subs(struct kvm_state *st)
 		if (k->kind >= KVM_SUB_KINDS)
 			continue;
 		if (!vm) {		/* no row yet (next refresh), or never one */
-			if (!pid_alive(k->tgid))
+			if (!virt_pid_alive(k->tgid))
 				sub_delete(st, k);
 			continue;
 		}
@@ -1448,7 +1435,7 @@ static struct vm_entry *books_vm(struct kvm_state *st, uint32_t pid)
 	char path[64], line[128];
 	FILE *f;
 
-	if (vm || !pid_alive(pid))
+	if (vm || !virt_pid_alive(pid))
 		return vm && vm->k.row.live ? vm : NULL;
 	snprintf(path, sizeof(path), "/proc/%u/status", pid);
 	if (!(f = fopen(path, "re")))
@@ -1562,6 +1549,16 @@ static void read_books(struct kvm_state *st)
 		books_unseen(vm_at(st, i));
 }
 
+/* KVM's books cost a directory walk and ~60 reads per VM: read only for a
+ * request that names one of their metrics or instance domains. */
+static bool books_asked(void)
+{
+	return virt_asked(VIRT_M_KVM_VM_KVM_STAT) || virt_asked(VIRT_M_KVM_VM_KVM_STAT_INSTANT) ||
+	       virt_asked(VIRT_M_KVM_VCPU_KVM_STAT) ||
+	       virt_asked(VIRT_M_KVM_VCPU_KVM_STAT_INSTANT) ||
+	       virt_asked(VIRT_M_KVM_VM_EXITS_UNSEEN);
+}
+
 /* KVM's exits of each live VM with one debugfs directory, read just
  * before ours (read_vms). */
 static void books_pre(struct kvm_state *st)
@@ -1581,6 +1578,7 @@ static int kvm_refresh(struct virt_family *fam)
 {
 	struct kvm_state *st = fam->priv;
 	struct kvm_bpf *skel = st->skel;
+	bool books = books_asked();
 	int err = 0;
 
 	read_exits(st);
@@ -1591,10 +1589,12 @@ static int kvm_refresh(struct virt_family *fam)
 	err |= read_array(st, skel->maps.uexits, st->uexit, KVM_UEXIT_REASONS);
 	if (st->subs_on)
 		err |= read_subs(st);
-	books_pre(st);
+	if (books)
+		books_pre(st);
 	read_vms(st, fam);
 	set_subs(st);
-	read_books(st);
+	if (books)
+		read_books(st);
 	fam->dropped = virt_percpu_counters_total(bpf_map__fd(skel->maps.drops), &st->bulk,
 						  KVM_DROPS) + st->vm_drops;
 	return err ? -EIO : 0;

@@ -41,7 +41,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 
@@ -617,15 +616,10 @@ static int fetch_events(struct vhost_state *st, pmAtomValue *atom)
 
 /* ----------------------------------------------------------- refresh */
 
-static bool pid_alive(uint32_t pid)
+static bool owner_alive(uint32_t pid)
 {
-	char path[64];
-	struct stat sb;
-
-	if (pid == 0)
-		return true;		/* owner unknown: rely on vhost_dev_cleanup */
-	snprintf(path, sizeof(path), "/proc/%u", pid);
-	return stat(path, &sb) == 0;
+	return pid == 0 ||		/* owner unknown: rely on vhost_dev_cleanup */
+	       virt_pid_alive(pid);
 }
 
 /* A slot's words, each an aligned 8-byte load: the BPF side may be adding
@@ -684,7 +678,7 @@ static int vhost_refresh(struct virt_family *fam)
 	for (size_t i = 0; i < st->ptrs.n;) {
 		struct q_ptr *p = (struct q_ptr *)st->ptrs.v[i];
 
-		if (!p->seen || p->last[W(dead)] || !pid_alive(p->row->owner))
+		if (!p->seen || p->last[W(dead)] || !owner_alive(p->row->owner))
 			ptr_bury(st, p, p->seen);
 		else
 			i++;
@@ -715,7 +709,7 @@ static int vhost_refresh(struct virt_family *fam)
 			i++;
 		} else {
 			row_retire(r);
-			if (!pid_alive(r->owner) && (!r->named || kept++ >= VIRT_KEEP_EXITED))
+			if (!owner_alive(r->owner) && (!r->named || kept++ >= VIRT_KEEP_EXITED))
 				row_remove(st, r);
 			else
 				i++;

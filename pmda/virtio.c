@@ -241,6 +241,14 @@ static struct vq_row *row_at(struct virtio_state *st, size_t i)
 	return (struct vq_row *)st->rows.v[i];
 }
 
+/* The row's values without its live pointers': base alone. */
+static void row_to_base(struct vq_row *r)
+{
+	memcpy(r->sum, r->base, sizeof(r->sum));
+	r->inflight = 0;
+	r->live = 0;
+}
+
 /* The BPF object goes: what it counted moves into the bases, every queue
  * leaves the instance domain (it comes back, same counters, when used
  * after the next attach). */
@@ -259,15 +267,11 @@ static void virtio_detach(struct virt_family *fam)
 		munmap(st->slots, st->slots_len);
 	st->slots = NULL;
 	st->nslots = 0;
-	virtio_bpf__destroy(st->skel);
+	virt_skel_destroy((struct virt_skel *)st->skel);
 	st->skel = NULL;
 	for (size_t i = 0; i < st->rows.n; i++) {
-		struct vq_row *r = row_at(st, i);
-
-		memcpy(r->sum, r->base, sizeof(r->sum));
-		r->inflight = 0;
-		r->live = 0;
-		virt_row_retire(&r->k.row);
+		row_to_base(row_at(st, i));
+		virt_row_retire(&row_at(st, i)->k.row);
 	}
 }
 
@@ -397,13 +401,8 @@ static int virtio_refresh(struct virt_family *fam)
 	for (size_t k = 0; k < st->nslots; k++)
 		if (st->ptrs[k].vq && st->ptrs[k].last[W(dead)])
 			ptr_bury(st, k);
-	for (size_t i = 0; i < st->rows.n; i++) {
-		struct vq_row *r = row_at(st, i);
-
-		memcpy(r->sum, r->base, sizeof(r->sum));
-		r->inflight = 0;
-		r->live = 0;
-	}
+	for (size_t i = 0; i < st->rows.n; i++)
+		row_to_base(row_at(st, i));
 	for (size_t k = 0; k < st->nslots; k++) {
 		struct vq_ptr *p = &st->ptrs[k];
 		struct vq_row *r = p->row;

@@ -32,6 +32,21 @@ apt_hosts()
 		sed -n 's|.*http://\([^/: ]*\)/.*|\1|p' | sort -u
 }
 
+# the agent's Install, in its directory; it answers once its modules
+# attached (slow on a busy machine)
+install_agent()
+{
+	cat <<'STEPS'
+./Install < /dev/null
+set +x
+for i in $(seq 240); do
+	pminfo -f virt.control.version 2>/dev/null | grep -q value && break
+	sleep 0.5
+done
+set -x
+STEPS
+}
+
 # what a user does, inside the root
 user_steps()
 {
@@ -45,14 +60,9 @@ set +x
 pmdas=$(. /etc/pcp.conf; echo "$PCP_PMDAS_DIR")
 set -x
 cd "$pmdas/virt"
-./Install < /dev/null
-set +x
-# the agent answers once its modules attached (slow on a busy machine)
-for i in $(seq 240); do
-	pminfo -f virt.control.version 2>/dev/null | grep -q value && break
-	sleep 0.5
-done
-set -x
+STEPS
+	install_agent
+	cat <<'STEPS'
 pminfo -f pmcd.version virt.control.version virt.control.module.status
 set +x
 echo "try-root: $(. /etc/os-release; echo "$PRETTY_NAME"), kernel $(uname -r)"
@@ -81,13 +91,9 @@ set -x
 DEBIAN_FRONTEND=noninteractive apt-get install -y ./build/pcp-pmda-virt_*.deb
 ls -l /var/lib/pcp/pmdas/virt/pmdavirt
 cd /var/lib/pcp/pmdas/virt
-./Install < /dev/null
-set +x
-for i in $(seq 240); do
-	pminfo -f virt.control.version 2>/dev/null | grep -q value && break
-	sleep 0.5
-done
-set -x
+STEPS
+	install_agent
+	cat <<'STEPS'
 pminfo -f virt.control.version virt.control.module.status
 cd /
 DEBIAN_FRONTEND=noninteractive apt-get remove -y pcp-pmda-virt

@@ -10,6 +10,25 @@
 
 #define VIRT_VERSION "0.1.0"
 
+/* The request the refreshes are for (virt_asked). */
+static struct {
+	int n;
+	const pmID *pmids;
+	pmInDom indom;
+} asked = { 0, NULL, PM_INDOM_NULL };
+
+bool virt_asked(enum virt_metric_id id)
+{
+	const pmDesc *d = &virt_metrictab[id].m_desc;
+
+	if (asked.indom != PM_INDOM_NULL)
+		return d->indom == asked.indom;
+	for (int i = 0; i < asked.n; i++)
+		if (asked.pmids[i] == d->pmid)
+			return true;
+	return false;
+}
+
 int virt_fetch(int numpmid, pmID *pmidlist, pmResult **resp, pmdaExt *pmda)
 {
 	bool want[VIRT_NFAMILIES] = { false }, cost = false;
@@ -24,9 +43,12 @@ int virt_fetch(int numpmid, pmID *pmidlist, pmResult **resp, pmdaExt *pmda)
 			if ((unsigned int)virt_families[f].cluster == cluster)
 				want[f] = true;
 	}
+	asked.n = numpmid;
+	asked.pmids = pmidlist;
 	for (int f = 1; f < VIRT_NFAMILIES; f++)
 		if (want[f])
 			virt_refresh_family(&virt_families[f]);
+	asked.n = 0;
 	if (cost)
 		virt_progstats_refresh();
 	return pmdaFetch(numpmid, pmidlist, resp, pmda);
@@ -35,9 +57,11 @@ int virt_fetch(int numpmid, pmID *pmidlist, pmResult **resp, pmdaExt *pmda)
 int virt_instance(pmInDom indom, int inst, char *name, pmInResult **result,
 		  pmdaExt *pmda)
 {
+	asked.indom = indom;
 	for (int i = 0; i < VIRT_NINDOMS; i++)
 		if (virt_indomtab[i].it_indom == indom)
 			virt_refresh_family(&virt_families[virt_indom_family[i]]);
+	asked.indom = PM_INDOM_NULL;
 	return pmdaInstance(indom, inst, name, result, pmda);
 }
 

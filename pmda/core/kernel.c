@@ -25,6 +25,15 @@ bool virt_kmod_present(const char *name)
 	return path_exists("/sys/module/%s%s", name, "");
 }
 
+bool virt_pid_alive(uint32_t pid)
+{
+	char path[32];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%u", pid);
+	return stat(path, &st) == 0;
+}
+
 bool virt_kmod_btf(const char *name)
 {
 	return path_exists("/sys/kernel/btf/%s%s", name, "");

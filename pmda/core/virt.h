@@ -166,6 +166,10 @@ const struct vmid *virt_vm_of(uint32_t pid);
  * libbpf's messages and written only if the attach is logged: a success,
  * or a failure for a reason not logged before. */
 void virt_log(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* During refresh(): whether the request being answered names metric id (a
+ * fetch) or its instance domain (an instance request). What only some
+ * metrics need, a module reads only when one of them is asked for. */
+bool virt_asked(enum virt_metric_id id);
 /* Add the label {"name":"value"} to *lp (value JSON-escaped); 0 or -errno. */
 int virt_label_add(pmLabelSet **lp, const char *name, const char *value);
 /* vm_name (when the VM has one), vm_uuid (when known), vmm and vmm_pid. */
@@ -177,6 +181,7 @@ int virt_label_queue(pmLabelSet **lp, const char *devq, const char *driver);
 /* Kernel introspection: cheap checks, no bpf() calls. */
 bool virt_kmod_present(const char *name);	/* /sys/module/<name> */
 bool virt_kmod_btf(const char *name);		/* /sys/kernel/btf/<name> */
+bool virt_pid_alive(uint32_t pid);		/* /proc/<pid> */
 bool virt_tracepoint_exists(const char *system, const char *event);
 bool virt_ksym_exists(const char *name);	/* virt_ksym_lookup: attach only */
 /* Kernel (vmlinux or module) symbols by name: present[i], and addrs[i]
