@@ -2,12 +2,16 @@
 """Write the grafana-pcp dashboards of pmdavirt (Vector: live from pmproxy,
 Valkey: history from pmseries, many hosts) from one panel list, so both
 stay alike. (grafana-pcp 5.2 renamed its Redis datasource Valkey, with no
-alias for the old id: a Redis dashboard has no datasource there.)
+alias for the old id: a Redis dashboard has no datasource there.) And
+Grafana's provisioning files for them, in provisioning/: the grafana-pcp
+app enabled, a datasource of each kind (fixed uids, the dashboards'
+default choice) and a file provider of the installed dashboards.
 
     grafana/mkdashboards.py [outdir]     (default: this directory)
 
-qa/404 checks that the committed JSON is what this prints and that every
-expression names a metric of ours and every histogram has a heatmap."""
+qa/404 checks that the committed files are what this prints, that every
+expression names a metric of ours and every histogram has a heatmap, and
+that the provisioning finds what `make install` installs."""
 import json
 import os
 import sys
@@ -18,6 +22,18 @@ DATASOURCES = {
     "valkey": ("performancecopilot-valkey-datasource", "PCP Valkey",
                "pmdavirt: history (PCP Valkey)", "now-6h", "1m"),
 }
+# Provisioning (Grafana reads /etc/grafana/provisioning/*/ at start): the
+# app that holds grafana-pcp's datasources, and a datasource of each kind
+# under a name and uid of its own (a datasource "PCP Vector" of grafana-pcp's
+# provisioning or the user's stays as it is) on pmproxy of this host.
+# PROVISIONED is the datasource each dashboard's $datasource starts at.
+APP = "performancecopilot-pcp-app"
+PMPROXY = "http://localhost:44322"
+PROVISIONED = {kind: ("%s (pmdavirt)" % DATASOURCES[kind][1], "pmdavirt-pcp-" + kind)
+               for kind in DATASOURCES}
+# where `make install` puts the dashboards (install-files writes its
+# $PCP_PMDAS_DIR/virt/grafana in place of this default)
+DASHBOARD_DIR = "/var/lib/pcp/pmdas/virt/grafana"
 
 # A heatmap shows one prefix of its histogram's instances ("<prefix>::lo-hi":
 # grafana-pcp reads the part after the first '-' as the bucket bound, so
@@ -41,8 +57,18 @@ SELECTORS = {
 # The first group a metric starts with is its filter. The VM picker is also
 # the selector of the per-VM heatmaps ("<vm>::lo-hi").
 VM = ("vm", "VM", "virt.kvm.vm.name")
-VM_FILTER = {"virt.kvm.vm.run_delay_by": "\\/", "virt.kvm.vm.": "$", "virt.kvm.vcpu.": "\\/",
-             "virt.vhost.": "\\/"}
+VM_FILTER = {"virt.kvm.vm.run_delay_by": "/", "virt.kvm.vm.": "$", "virt.kvm.vcpu.": "/",
+             "virt.vhost.": "/"}
+# The VM picker (Valkey): the values of the label vm_name the agent puts on
+# a VM's instances (grafana-pcp's label_values()). pmseries filters by
+# instance name ("instance.name =~", a POSIX ERE in a string): it selects a
+# metric's series of the host when one of its instances matches, and
+# /series/values then returns every instance of that series (PCP 6.0.3,
+# qa/404), so on Valkey the filter keeps a host's panel when the VM is
+# there, not the VM's rows alone. PCP 6.0.3's pmseries also loads no
+# instance labels (PCP issue 2418): the list is empty there, a VM's name is
+# typed in (allowCustomValue) or "All".
+VALKEY_VM = ("vm", "VM", "label_values(vm_name)")
 
 ROWS = [
     ("agent: why a family shows nothing", [
@@ -118,19 +144,34 @@ ROWS = [
 ]
 
 
+def vm_tail(metric, selector):
+    """What follows the VM's name in the instances of a per-VM metric
+    (a regex: "$" its end), or None for a metric not named by VM."""
+    if selector == VM[0]:
+        return "::"
+    for group, tail in VM_FILTER.items():
+        if metric.startswith(group):
+            return tail
+    return None
+
+
 def expression(kind, metric, selector):
     """The query of one target: Vector takes a metric or a derived-metric
     expression (registered through pmproxy's /pmapi/derive), Valkey a
     pmseries query, filtered by host and by instance name."""
+    tail = vm_tail(metric, selector)
     if kind == "vector":
+        # PCP's matchinst(): /pattern/ is a POSIX ERE; Grafana's regex
+        # format escapes '/' and the regex characters of the value
         if selector:
-            # PCP's matchinst(): /pattern/ is a POSIX ERE; Grafana's regex
-            # format escapes '/' and the regex characters of the value
             return "matchinst(/^${%s:regex}::/, %s)" % (selector, metric)
-        for group, tail in VM_FILTER.items():
-            if metric.startswith(group):
-                return "matchinst(/^${%s:regex}%s/, %s)" % (VM[0], tail, metric)
+        if tail:
+            return "matchinst(/^${%s:regex}%s/, %s)" % (VM[0], tail.replace("/", "\\/"), metric)
         return metric
+    # pmseries: a string of a POSIX ERE ("\." passes as the regex's \.),
+    # the VMs picked in a group ("(web|web\.01)" when several)
+    if tail:
+        return '%s{hostname == "$host", instance.name =~ "^(${%s:regex})%s"}' % (metric, VALKEY_VM[0], tail)
     return '%s{hostname == "$host"}' % metric
 
 
@@ -151,11 +192,16 @@ def panel(kind, pid, item, x, y, w, h):
         p["targets"].append({"refId": chr(ord("A") + i), "expr": expression(kind, e, selector),
                              "format": fmt})
     if ptype == "heatmap":
+        if kind == "vector":
+            p.update({"title": "%s: $%s" % (title, selector), "repeat": selector,
+                      "repeatDirection": "h", "maxPerRow": 2})
+        else:
+            # no selector: a pmseries query returns every instance of the
+            # host's series, so the buckets of every prefix come together
+            # (rows of equal bounds side by side, not added up)
+            p["title"] = "%s: every %s of the host, buckets side by side" % (
+                title, SELECTORS[selector][0] if selector in SELECTORS else "VM")
         p.update({
-            "title": "%s: $%s" % (title, selector),
-            "repeat": selector,
-            "repeatDirection": "h",
-            "maxPerRow": 2,
             "type": "heatmap",
             "dataFormat": "tsbuckets",
             "yBucketBound": "upper",
@@ -181,13 +227,22 @@ def panel(kind, pid, item, x, y, w, h):
 
 def variables(kind):
     dstype, dsname = DATASOURCES[kind][:2]
+    # the provisioned datasource; where there is none, Grafana takes the
+    # default datasource of the type or its first
+    name, uid = PROVISIONED[kind]
     out = [{"name": "datasource", "type": "datasource", "query": dstype,
-            "label": dsname, "hide": 0, "current": {}, "options": [], "refresh": 1}]
+            "label": dsname, "hide": 0, "current": {"selected": True, "text": name, "value": uid},
+            "options": [], "refresh": 1}]
     if kind == "valkey":
         out.append({"name": "host", "type": "query", "datasource": "$datasource",
                     "query": "label_values(hostname)", "label": "host", "hide": 0,
                     "current": {}, "options": [], "refresh": 1, "multi": False,
                     "includeAll": False, "regex": "", "sort": 1})
+        out.append({"name": VALKEY_VM[0], "type": "query", "datasource": "$datasource",
+                    "query": VALKEY_VM[2], "label": VALKEY_VM[1], "hide": 0,
+                    "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
+                    "options": [], "refresh": 2, "multi": True, "includeAll": True,
+                    "allValue": ".*", "allowCustomValue": True, "regex": "", "sort": 1})
     if kind == "vector":
         out.append({"name": VM[0], "type": "query", "datasource": "$datasource",
                     "query": VM[2], "label": VM[1], "hide": 0, "current": {},
@@ -211,12 +266,6 @@ def dashboard(kind):
         pid, y = pid + 1, y + 1
         # heatmaps first, one line each (a repeated panel fills its line)
         items = sorted(items, key=lambda it: it[1] != "heatmap")
-        if kind == "valkey":
-            # no heatmaps from pmseries: its instance.name qualifier selects
-            # a metric's series, and /series/values then returns every
-            # instance (PCP 6.0.3, qa/404), so one panel would mix every
-            # prefix's buckets. History shows the percentiles per prefix.
-            items = [it for it in items if it[1] != "heatmap"]
         col = 0
         for item in items:
             if item[1] == "heatmap" or item[1] == "table":
@@ -247,12 +296,36 @@ def dashboard(kind):
     }
 
 
+def provisioning():
+    """Grafana's provisioning files (YAML, written as text: the values are
+    plain words, URLs and paths), by directory."""
+    head = ("# pmdavirt (written by grafana/mkdashboards.py): link or copy into\n"
+            "# /etc/grafana/provisioning/%s/ (doc/tools.md)\napiVersion: 1\n")
+    plugins = head % "plugins" + "apps:\n  - type: %s\n    disabled: false\n" % APP
+    ds = head % "datasources" + "datasources:\n"
+    for kind, (dstype, _, _, _, _) in DATASOURCES.items():
+        name, uid = PROVISIONED[kind]
+        ds += ("  - name: %s\n    type: %s\n    uid: %s\n    access: proxy\n    url: %s\n"
+               "    isDefault: false\n    editable: true\n" % (name, dstype, uid, PMPROXY))
+        if kind == "vector":
+            ds += "    jsonData:\n      hostspec: ''\n      retentionTime: 5m\n"
+    dash = head % "dashboards" + ("providers:\n  - name: pmdavirt\n    orgId: 1\n    folder: pmdavirt\n"
+                                  "    type: file\n    disableDeletion: false\n"
+                                  "    updateIntervalSeconds: 60\n    allowUiUpdates: false\n"
+                                  "    options:\n      path: %s\n" % DASHBOARD_DIR)
+    return {"plugins": plugins, "datasources": ds, "dashboards": dash}
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
     for kind in DATASOURCES:
         with open(os.path.join(out, "pmdavirt-%s.json" % kind), "w") as f:
             json.dump(dashboard(kind), f, indent=2, sort_keys=True)
             f.write("\n")
+    for d, text in provisioning().items():
+        os.makedirs(os.path.join(out, "provisioning", d), exist_ok=True)
+        with open(os.path.join(out, "provisioning", d, "pmdavirt.yaml"), "w") as f:
+            f.write(text)
 
 
 if __name__ == "__main__":

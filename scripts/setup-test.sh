@@ -21,7 +21,7 @@ PKGS="clang-tidy cppcheck llvm pkg-config dpkg-dev build-essential debhelper lin
  qemu-system-x86 busybox-static cpio file kmod xz-utils zstd git
  bpftrace bpfcc-tools
  bochs bochsbios vgabios isolinux syslinux-common xorriso
- strace iproute2 curl redis-server chromium valgrind groff-base man-db socat
+ strace iproute2 curl redis-server python3-yaml chromium valgrind groff-base man-db socat
  libvirt-daemon-system libvirt-clients mmdebstrap"
 
 KERNELS=${PMDAVIRT_KERNELS:-/var/cache/pmdavirt/kernels}

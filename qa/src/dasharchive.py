@@ -8,7 +8,9 @@ is the instance name, a number's at record t (0, 1, 2) 10 t + the length
 of the instance name, times 10^7 for a nanosecond counter (10^8 ns/s:
 10% of a CPU; a mean time per event of 10^7 ns) and 1000 for nanosecond
 values (the percentiles: io's p99 2, 12, 22 us). Instances of kvm.vm.*
-metrics are named by VM: "<vm>", "<vm>::lo-hi", "<vm>/<class>".
+metrics are named by VM: "<vm>", "<vm>::lo-hi", "<vm>/<class>"; a VM's
+instance has the labels the agent puts there (pmda/core/labels.c), vm_name
+and vmm.
     dasharchive.py TOP ARCHIVE"""
 import glob
 import re
@@ -66,9 +68,14 @@ for fam, mid, name, item, typ, indom, sem, units in metrics:
     # in microseconds' range (1000 ns steps)
     scale = 1 if units != "NSEC" else 10 ** 7 if sem == "PM_SEM_COUNTER" else 1000
     plan.append(("virt." + name, typ == "PM_TYPE_STRING", insts, scale))
+vm_indom = log.pmiInDom(498, indoms["KVM_VM"])
 for t in range(3):
     for name, string, insts, scale in plan:
         for i in insts:
             log.pmiPutValue(name, i, (i or "x") if string else str(scale * (10 * t + len(i))))
+    if t == 0:
+        for n, vm in enumerate(INDOM_PREFIX["KVM_VM"]):
+            log.pmiPutLabel(c.PM_LABEL_INSTANCES, vm_indom, n, "vm_name", vm)
+            log.pmiPutLabel(c.PM_LABEL_INSTANCES, vm_indom, n, "vmm", "qemu")
     log.pmiWrite(1700000000 + t, 0)
 del log
