@@ -1550,13 +1550,15 @@ static void read_books(struct kvm_state *st)
 }
 
 /* KVM's books cost a directory walk and ~60 reads per VM: read only for a
- * request that names one of their metrics or instance domains. */
+ * fetch that names one of their metrics or an instance request for their
+ * own domains (exits_unseen's, the VMs', has rows without the books). */
 static bool books_asked(void)
 {
 	return virt_asked(VIRT_M_KVM_VM_KVM_STAT) || virt_asked(VIRT_M_KVM_VM_KVM_STAT_INSTANT) ||
 	       virt_asked(VIRT_M_KVM_VCPU_KVM_STAT) ||
 	       virt_asked(VIRT_M_KVM_VCPU_KVM_STAT_INSTANT) ||
-	       virt_asked(VIRT_M_KVM_VM_EXITS_UNSEEN);
+	       virt_asked(VIRT_M_KVM_VM_EXITS_UNSEEN) ||
+	       virt_asked_indom(VIRT_I_KVM_VM_STAT) || virt_asked_indom(VIRT_I_KVM_VCPU_STAT);
 }
 
 /* KVM's exits of each live VM with one debugfs directory, read just

@@ -19,14 +19,15 @@ static struct {
 
 bool virt_asked(enum virt_metric_id id)
 {
-	const pmDesc *d = &virt_metrictab[id].m_desc;
-
-	if (asked.indom != PM_INDOM_NULL)
-		return d->indom == asked.indom;
 	for (int i = 0; i < asked.n; i++)
-		if (asked.pmids[i] == d->pmid)
+		if (asked.pmids[i] == virt_metrictab[id].m_desc.pmid)
 			return true;
 	return false;
+}
+
+bool virt_asked_indom(enum virt_indom_id indom)
+{
+	return asked.indom != PM_INDOM_NULL && asked.indom == virt_indom(indom);
 }
 
 int virt_fetch(int numpmid, pmID *pmidlist, pmResult **resp, pmdaExt *pmda)

@@ -166,10 +166,11 @@ const struct vmid *virt_vm_of(uint32_t pid);
  * libbpf's messages and written only if the attach is logged: a success,
  * or a failure for a reason not logged before. */
 void virt_log(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* During refresh(): whether the request being answered names metric id (a
- * fetch) or its instance domain (an instance request). What only some
- * metrics need, a module reads only when one of them is asked for. */
+/* During refresh(): whether the fetch being answered names metric id, and
+ * whether the instance request being answered is for domain indom. What
+ * only some metrics need, a module reads only when they are asked for. */
 bool virt_asked(enum virt_metric_id id);
+bool virt_asked_indom(enum virt_indom_id indom);
 /* Add the label {"name":"value"} to *lp (value JSON-escaped); 0 or -errno. */
 int virt_label_add(pmLabelSet **lp, const char *name, const char *value);
 /* vm_name (when the VM has one), vm_uuid (when known), vmm and vmm_pid. */
