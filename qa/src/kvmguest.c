@@ -5,10 +5,12 @@
  * Build:  cc -std=c11 -O2 -Wall -Wextra -Werror -o kvmguest kvmguest.c
  * (glibc >= 2.34: pthreads are in libc, no -pthread needed.)
  *
- * Usage:  kvmguest [-o N] [-c N] [-l LEAF] [-R N] [-W N] [-m MSR] [-x VALUE]
+ * Usage:  kvmguest [-o N] [-i N] [-c N] [-l LEAF] [-R N] [-W N] [-m MSR] [-x VALUE]
  *                  [-M N] [-G N] [-h N] [-n NR | -N] [-d USEC] [-v N] [-r R]
  *                  [-p PORT] [-V amd|intel] [-q] [-P SECS] [-w SECS] [-- ARGS]
  *   -o N      N `out PORT, al` instructions per vCPU (default 0)
+ *   -i N      N `in al, PORT` instructions per vCPU, after the outs
+ *             (default 0); this VMM answers each with 0
  *   -c N      N `cpuid` instructions per vCPU (default 0)
  *   -l LEAF   the cpuid leaf, in eax (default 0; ecx is 0)
  *   -R N      N `rdmsr` of MSR per vCPU (default 0)
@@ -94,7 +96,7 @@
  *   intr (SVM 0x60) / EXTERNAL_INTERRUPT (VMX 1): host interrupts (timer
  *   ticks) while the guest runs; observed 2..23 per run under TCG.
  *   pause and others could appear the same way (never observed).
- * There is no set-up or termination port I/O: io exits are exactly N_out.
+ * There is no set-up or termination port I/O: io exits are exactly N_out + N_in.
  * kvm_entry fires once per kvm_exit. The hypercall number is used as is:
  * pick one KVM does not implement (42, 7, ...) for a side-effect-free call
  * returning -KVM_ENOSYS; e.g. 11 (KVM_HC_SCHED_YIELD) returns 0.
@@ -106,7 +108,7 @@
  * Summary on stdout (totals over all vCPUs and repeats), one fact per line:
  *   vendor amd|intel            hypercall instruction family used
  *   vcpus V / repeats R
- *   io_exits N                  KVM_EXIT_IO seen   (= o * v * r)
+ *   io_exits N                  KVM_EXIT_IO seen   (= (o + i) * v * r)
  *   mmio_exits N                KVM_EXIT_MMIO seen (= (M + G) * v * r)
  *   hlt_exits N                 KVM_EXIT_HLT seen  (= v * r)
  *   other_exits N               any other KVM_RUN return (must be 0)
@@ -148,7 +150,7 @@
 #define TSS_ADDR	0xfffbd000UL	/* Intel without unrestricted guest */
 #define MMIO_GPA	0x20000UL	/* no memslot: MMIO to the VMM */
 
-static unsigned long n_out, n_cpuid, n_hc, hc_nr = 42, delay_us;
+static unsigned long n_out, n_in, n_cpuid, n_hc, hc_nr = 42, delay_us;
 static unsigned long leaf, n_rdmsr, n_wrmsr, msr = 0x10, n_mmio_wr, n_mmio_rd;
 static unsigned long long msr_value;
 static int hc_spread;			/* -N: hypercall number = loop counter */
@@ -257,6 +259,11 @@ static void out_body(struct code *c)
 	b(c, 2, 0xe6, (int)port);		/* out port, al */
 }
 
+static void in_body(struct code *c)
+{
+	b(c, 2, 0xe4, (int)port);		/* in al, port */
+}
+
 static void cpuid_body(struct code *c)
 {
 	b(c, 2, 0x66, 0xb8); imm32(c, (uint32_t)leaf);	/* mov eax, leaf */
@@ -309,6 +316,7 @@ static void assemble(uint8_t *mem)
 	struct code c = { mem + CODE_GPA, 0 };
 
 	loop(&c, (uint32_t)n_out, out_body);
+	loop(&c, (uint32_t)n_in, in_body);
 	loop(&c, (uint32_t)n_cpuid, cpuid_body);
 	loop(&c, (uint32_t)n_hc, hc_body);
 	loop(&c, (uint32_t)n_rdmsr, rdmsr_body);
@@ -391,7 +399,8 @@ static void *vcpu_run(void *arg)
 		v->runs++;
 		switch (r->exit_reason) {
 		case KVM_EXIT_IO:
-			if (r->io.direction != KVM_EXIT_IO_OUT ||
+			/* the outs come first, then the ins */
+			if (r->io.direction != (v->io < n_out ? KVM_EXIT_IO_OUT : KVM_EXIT_IO_IN) ||
 			    r->io.port != port || r->io.size != 1 ||
 			    r->io.count != 1) {
 				fprintf(stderr, "kvmguest: vcpu %u: unexpected io "
@@ -401,6 +410,8 @@ static void *vcpu_run(void *arg)
 				v->bad = 1;
 				return NULL;
 			}
+			if (r->io.direction == KVM_EXIT_IO_IN)
+				*((uint8_t *)r + r->io.data_offset) = 0;
 			v->io++;
 			if (v->io == 1)
 				pause_here(1);
@@ -551,7 +562,7 @@ static unsigned long num(const char *s, char opt, unsigned long max)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: kvmguest [-o N] [-c N] [-l LEAF] [-R N] [-W N] [-m MSR] [-x VALUE] "
+	fprintf(stderr, "usage: kvmguest [-o N] [-i N] [-c N] [-l LEAF] [-R N] [-W N] [-m MSR] [-x VALUE] "
 		"[-M N] [-G N] [-h N] [-n NR | -N] [-d USEC] [-v N] [-r R] [-p PORT] [-V amd|intel] "
 		"[-q] [-P SECS] [-w SECS] [-- ARGS]\n");
 	exit(1);
@@ -566,9 +577,10 @@ int main(int argc, char **argv)
 	uint64_t t0, t1;
 	int opt, mmap_size;
 
-	while ((opt = getopt(argc, argv, "o:c:l:R:W:m:x:M:G:h:n:Nd:v:r:p:V:qP:w:")) != -1) {
+	while ((opt = getopt(argc, argv, "o:i:c:l:R:W:m:x:M:G:h:n:Nd:v:r:p:V:qP:w:")) != -1) {
 		switch (opt) {
 		case 'o': n_out = num(optarg, 'o', 0x7fffffff); break;
+		case 'i': n_in = num(optarg, 'i', 0x7fffffff); break;
 		case 'c': n_cpuid = num(optarg, 'c', 0x7fffffff); break;
 		case 'l': leaf = num(optarg, 'l', 0xffffffff); break;
 		case 'R': n_rdmsr = num(optarg, 'R', 0x7fffffff); break;
