@@ -80,15 +80,21 @@ deb_steps()
 	cat <<'STEPS'
 set -ex
 cd /src/pmdavirt
+pmcd_up() { pminfo -v pmcd.version > /dev/null 2>&1 && echo "try-root: pmcd answers ($1)" || echo "try-root: pmcd does not answer ($1)"; }
 make setup
+pmcd_up "after make setup"
 DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends build-essential debhelper lintian
+pmcd_up "after build-essential debhelper lintian"
 make deb
+pmcd_up "after make deb"
 make lintian > /tmp/lintian.out 2>&1 || { cat /tmp/lintian.out; exit 1; }
+pmcd_up "after make lintian"
 cat /tmp/lintian.out
 set +x
 echo "try-root: lintian $(lintian --version | sed 's/.* v//'): $(grep -c '^E:' /tmp/lintian.out) errors, $(grep -c '^W:' /tmp/lintian.out) warnings"
 set -x
 DEBIAN_FRONTEND=noninteractive apt-get install -y ./build/pcp-pmda-virt_*.deb
+pmcd_up "after apt-get install of the package"
 ls -l /var/lib/pcp/pmdas/virt/pmdavirt
 cd /var/lib/pcp/pmdas/virt
 STEPS
