@@ -1664,16 +1664,11 @@ static const struct virt_answer kvm_answers[VIRT_NMETRICS] = {
 	BOOK(VM_KVM_STAT_INSTANT, KVM_VM_STAT, instant),
 	BOOK(VCPU_KVM_STAT, KVM_VCPU_STAT, counter),
 	BOOK(VCPU_KVM_STAT_INSTANT, KVM_VCPU_STAT, instant),
+	[VIRT_M_KVM_EXIT_REASON] = VIRT_ANSWER_NAME(KVM_REASON),
+	[VIRT_M_KVM_HCALL_NUMBER] = VIRT_ANSWER_NAME(KVM_HCALL),
+	[VIRT_M_KVM_UEXIT_REASON] = VIRT_ANSWER_NAME(KVM_UEXIT),
+	[VIRT_M_KVM_VM_NAME] = VIRT_ANSWER_NAME(KVM_VM),
 };
-
-/* Only the instance-name metrics are left, and the agent answers those
- * (it asks a module with a fetch method only). */
-static int kvm_fetch(struct virt_family *fam, enum virt_metric_id m, unsigned int inst,
-		     pmAtomValue *atom)
-{
-	(void)fam, (void)m, (void)inst, (void)atom;
-	return PM_ERR_PMID;
-}
 
 /* The VM of a "<vm>/<class>" row, and its class. */
 static const struct vm_entry *vm_of_by_row(const struct virt_row *row, unsigned int *class)
@@ -1760,7 +1755,6 @@ const struct virt_module virt_module = {
 	.attach = kvm_attach,
 	.detach = kvm_detach,
 	.refresh = kvm_refresh,
-	.fetch = kvm_fetch,
 	.answers = kvm_answers,
 	.labels = kvm_labels,
 };

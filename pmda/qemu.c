@@ -867,27 +867,13 @@ static const struct virt_answer qemu_answers[VIRT_NMETRICS] = {
 	VQ(FLUSHES, flushes),
 	VQ(KICKS, kicks),
 	VQ(NOTIFIES, notifies),
+	[VIRT_M_QEMU_PROCESS_NAME] = VIRT_ANSWER_NAME(QEMU_PROC),
+	/* the strings of a process's binary */
+	[VIRT_M_QEMU_PROCESS_PROBES] = VIRT_ANSWER_STRING_VIA(QEMU_PROC, struct p_row, k.row, bin,
+							       struct q_bin, probes, "none"),
+	[VIRT_M_QEMU_PROCESS_BINARY] = VIRT_ANSWER_STRING_VIA(QEMU_PROC, struct p_row, k.row, bin,
+							       struct q_bin, path, ""),
 };
-
-/* The strings of a process's binary, which the answers cannot say. */
-static int qemu_fetch(struct virt_family *fam, enum virt_metric_id m, unsigned int inst,
-		      pmAtomValue *atom)
-{
-	struct virt_row *row = virt_row_of(virt_indom(VIRT_I_QEMU_PROC), inst);
-	struct q_bin *b;
-
-	(void)fam;
-	if (!row)
-		return PM_ERR_INST;
-	b = VIRT_ENTRY_OF(row, struct p_row)->bin;
-	if (m == VIRT_M_QEMU_PROCESS_PROBES)
-		atom->cp = b && b->probes[0] ? b->probes : (char *)"none";
-	else if (m == VIRT_M_QEMU_PROCESS_BINARY)
-		atom->cp = b ? b->path : (char *)"";
-	else
-		return PM_ERR_PMID;
-	return PMDA_FETCH_STATIC;
-}
 
 /* "<vm>/<device>/<queue>": the device and queue labels of a virtqueue */
 /* A process's labels: its VM's; a virtqueue's: its VM's, device, queue. */
@@ -923,7 +909,6 @@ const struct virt_module virt_module = {
 	.attach = qemu_attach,
 	.detach = qemu_detach,
 	.refresh = qemu_refresh,
-	.fetch = qemu_fetch,
 	.answers = qemu_answers,
 	.labels = qemu_labels,
 };

@@ -578,8 +578,9 @@ static struct ctx_cursor *cursor_of(struct vhost_state *st, int ctx)
 	return lru;
 }
 
-static int fetch_events(struct vhost_state *st, pmAtomValue *atom)
+static int fetch_events(struct virt_family *fam, pmAtomValue *atom)
 {
+	struct vhost_state *st = fam->priv;
 	struct ctx_cursor *c = cursor_of(st, pmdaGetContext());
 	uint64_t first = st->evnext > st->evcap ? st->evnext - st->evcap : 0;
 	int n = 0;
@@ -739,21 +740,13 @@ static const struct virt_answer vhost_answers[VIRT_NMETRICS] = {
 	PCTS(LAT, k.row),
 	PCTS(PACKETS, pkts),
 	PCTS(BYTES, bytes),
+	[VIRT_M_VHOST_QUEUE_NAME] = VIRT_ANSWER_NAME(VHOST_QUEUE),
+	[VIRT_M_VHOST_STALL_EVENTS] = VIRT_ANSWER_EVENTS(fetch_events),
 	/* only inside event records */
-	[VIRT_M_VHOST_STALL_QUEUE] = VIRT_ANSWER_NONE,
-	[VIRT_M_VHOST_STALL_LATENCY] = VIRT_ANSWER_NONE,
-	[VIRT_M_VHOST_STALL_CPU] = VIRT_ANSWER_NONE,
+	[VIRT_M_VHOST_STALL_QUEUE] = VIRT_ANSWER_NOVALUES,
+	[VIRT_M_VHOST_STALL_LATENCY] = VIRT_ANSWER_NOVALUES,
+	[VIRT_M_VHOST_STALL_CPU] = VIRT_ANSWER_NOVALUES,
 };
-
-/* The rest: the stall event records. */
-static int vhost_fetch(struct virt_family *fam, enum virt_metric_id m, unsigned int inst,
-		       pmAtomValue *atom)
-{
-	(void)inst;
-	if (m != VIRT_M_VHOST_STALL_EVENTS)
-		return PM_ERR_PMID;
-	return fetch_events(fam->priv, atom);
-}
 
 /* A queue's labels: its VMM's (vm_name, vm_uuid, vmm, vmm_pid), device
  * and queue, from "<vm>/<device>/<queue>". */
@@ -783,7 +776,6 @@ const struct virt_module virt_module = {
 	.attach = vhost_attach,
 	.detach = vhost_detach,
 	.refresh = vhost_refresh,
-	.fetch = vhost_fetch,
 	.answers = vhost_answers,
 	.labels = vhost_labels,
 };

@@ -59,6 +59,7 @@ struct vq_row {
 	uint64_t base[SW];
 	uint64_t sum[SW];
 	uint64_t inflight;
+	bool timed;			/* latency = true: inflight and unseen counted */
 	char driver[VIRTIO_NAME_LEN];
 	char device[VIRTIO_NAME_LEN];
 	char vdev[VIRTIO_NAME_LEN];	/* virtioN, for the /sys lookups */
@@ -422,6 +423,7 @@ static int virtio_refresh(struct virt_family *fam)
 	for (size_t i = 0; i < st->rows.n; i++) {
 		struct vq_row *r = row_at(st, i);
 
+		r->timed = fam->opts[OPT_LATENCY].b;
 		virt_row_set(&r->k.row, NULL, 0, &r->sum[HIST0]);
 		if (r->live) {
 			find_device(r);
@@ -453,34 +455,16 @@ static const struct virt_answer virtio_answers[VIRT_NMETRICS] = {
 	WORD(TRUNCATED, truncated),
 	[VIRT_M_VIRTIO_LATENCY] = VIRT_ANSWER_BUCKET(VIRTIO_QUEUE_HIST),
 	VIRT_ANSWER_PERCENTILES(VIRT_M_VIRTIO_LAT, VIRTIO_QUEUE, struct vq_row, k.row, k.row),
+	[VIRT_M_VIRTIO_INFLIGHT] = VIRT_ANSWER_WORD_WHEN(VIRTIO_QUEUE, struct vq_row, k.row,
+							 inflight, timed),
+	[VIRT_M_VIRTIO_UNSEEN] = VIRT_ANSWER_WORD_WHEN(VIRTIO_QUEUE, struct vq_row, k.row,
+						       sum[W(unseen)], timed),
+	[VIRT_M_VIRTIO_QUEUE_NAME] = VIRT_ANSWER_NAME(VIRTIO_QUEUE),
+	[VIRT_M_VIRTIO_QUEUE_DRIVER] = VIRT_ANSWER_STRING(VIRTIO_QUEUE, struct vq_row, k.row,
+							  driver, ""),
+	[VIRT_M_VIRTIO_QUEUE_DEVICE] = VIRT_ANSWER_STRING(VIRTIO_QUEUE, struct vq_row, k.row,
+							  device, ""),
 };
-
-/* The rest: strings, and what only latency=true counts. */
-static int virtio_fetch(struct virt_family *fam, enum virt_metric_id m, unsigned int inst,
-			pmAtomValue *atom)
-{
-	struct virt_row *row = virt_row_of(virt_indom(VIRT_I_VIRTIO_QUEUE), inst);
-	struct vq_row *r = row ? VIRT_ENTRY_OF(row, struct vq_row) : NULL;
-
-	if (!r)
-		return PM_ERR_INST;
-	switch (m) {
-	case VIRT_M_VIRTIO_INFLIGHT:
-	case VIRT_M_VIRTIO_UNSEEN:
-		if (!fam->opts[OPT_LATENCY].b)
-			return PMDA_FETCH_NOVALUES;
-		atom->ull = m == VIRT_M_VIRTIO_INFLIGHT ? r->inflight : r->sum[W(unseen)];
-		return PMDA_FETCH_STATIC;
-	case VIRT_M_VIRTIO_QUEUE_DRIVER:
-		atom->cp = r->driver;
-		return PMDA_FETCH_STATIC;
-	case VIRT_M_VIRTIO_QUEUE_DEVICE:
-		atom->cp = r->device;
-		return PMDA_FETCH_STATIC;
-	default:
-		return PM_ERR_PMID;
-	}
-}
 
 /* A queue's labels: device (virtioN), driver (virtio_blk, virtio_net, ...:
  * the driver bound when the queue was first seen) and queue, all known from
@@ -506,7 +490,6 @@ const struct virt_module virt_module = {
 	.attach = virtio_attach,
 	.detach = virtio_detach,
 	.refresh = virtio_refresh,
-	.fetch = virtio_fetch,
 	.answers = virtio_answers,
 	.labels = virtio_labels,
 };

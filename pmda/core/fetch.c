@@ -141,27 +141,6 @@ static int fetch_control(enum virt_metric_id id, unsigned int inst, pmAtomValue 
 	}
 }
 
-/* The metrics whose value is the instance's own name: a dashboard
- * variable's list (grafana-pcp's Vector datasource lists the values of a
- * metric, not instance names). */
-static bool is_instance_name_metric(enum virt_metric_id id)
-{
-	return id == VIRT_M_KVM_EXIT_REASON || id == VIRT_M_KVM_HCALL_NUMBER ||
-	       id == VIRT_M_KVM_UEXIT_REASON || id == VIRT_M_KVM_VM_NAME ||
-	       id == VIRT_M_QEMU_PROCESS_NAME ||
-	       id == VIRT_M_VHOST_QUEUE_NAME || id == VIRT_M_VIRTIO_QUEUE_NAME;
-}
-
-static int fetch_instance_name(pmInDom indom, unsigned int inst, pmAtomValue *atom)
-{
-	char *name = NULL;
-
-	if (pmdaCacheLookup(indom, (int)inst, &name, NULL) != PMDA_CACHE_ACTIVE)
-		return PM_ERR_INST;
-	atom->cp = name;
-	return PMDA_FETCH_STATIC;
-}
-
 int virt_fetch_callback(pmdaMetric *mdesc, unsigned int inst, pmAtomValue *atom)
 {
 	const struct virt_metric_info *mi = mdesc->m_user;
@@ -171,12 +150,8 @@ int virt_fetch_callback(pmdaMetric *mdesc, unsigned int inst, pmAtomValue *atom)
 		return fetch_control(mi->id, inst, atom);
 	if (fam->state != VIRT_ACTIVE)
 		return PMDA_FETCH_NOVALUES;
-	if (fam->mod->answers && fam->mod->answers[mi->id].kind != VIRT_ANS_MODULE)
-		return virt_answer(&fam->mod->answers[mi->id], inst, atom);
-	if (!fam->mod->fetch)
+	if (!fam->mod->answers)
 		return PMDA_FETCH_NOVALUES;
-	if (is_instance_name_metric(mi->id))
-		return fetch_instance_name(mdesc->m_desc.indom, inst, atom);
-	return fam->mod->fetch(fam, mi->id, inst, atom);
+	return virt_answer(&fam->mod->answers[mi->id], fam, inst, atom);
 }
 

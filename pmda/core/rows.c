@@ -220,34 +220,63 @@ const uint64_t *virt_bucket_of_inst(pmInDom hindom, unsigned int inst)
 	return priv;
 }
 
-int virt_row_fetch(enum virt_indom_id indom, int word, unsigned int inst,
-		   pmAtomValue *atom)
+/* The count of the histogram bucket instance inst of hindom. */
+static int answer_bucket(enum virt_indom_id hindom, unsigned int inst, pmAtomValue *atom)
 {
-	if (word == VIRT_ROW_HIST) {
-		const uint64_t *count = virt_bucket_of_inst(virt_indom(indom), inst);
+	const uint64_t *count = virt_bucket_of_inst(virt_indom(hindom), inst);
 
-		if (!count)
-			return PM_ERR_INST;
-		atom->ull = *count;
-		return PMDA_FETCH_STATIC;
-	} else {
-		struct virt_row *r = virt_row_of(virt_indom(indom), inst);
+	if (!count)
+		return PM_ERR_INST;
+	atom->ull = *count;
+	return PMDA_FETCH_STATIC;
+}
 
-		if (!r || word < 0 || word >= VIRT_ROW_WORDS)
+static int answer_string(const char *s, const char *empty, pmAtomValue *atom)
+{
+	atom->cp = (char *)(s && s[0] ? s : empty ? empty : "");
+	return PMDA_FETCH_STATIC;
+}
+
+/* The answers that need no row. */
+static int answer_rowless(const struct virt_answer *a, struct virt_family *fam,
+			  unsigned int inst, pmAtomValue *atom)
+{
+	char *name = NULL;
+
+	switch (a->kind) {
+	case VIRT_ANS_BUCKET:
+		return answer_bucket(a->indom, inst, atom);
+	case VIRT_ANS_NAME:
+		if (pmdaCacheLookup(virt_indom(a->indom), (int)inst, &name, NULL) != PMDA_CACHE_ACTIVE)
 			return PM_ERR_INST;
-		atom->ull = r->v[word];
+		atom->cp = name;
 		return PMDA_FETCH_STATIC;
+	case VIRT_ANS_STATE:
+		if (!fam->priv)
+			return PMDA_FETCH_NOVALUES;
+		atom->ull = *(const uint64_t *)(const void *)((const char *)fam->priv + a->off);
+		return PMDA_FETCH_STATIC;
+	case VIRT_ANS_EVENTS:
+		return fam->priv ? a->events(fam, atom) : PMDA_FETCH_NOVALUES;
+	default:
+		return PMDA_FETCH_NOVALUES;
 	}
 }
 
-int virt_answer(const struct virt_answer *a, unsigned int inst, pmAtomValue *atom)
+int virt_answer(const struct virt_answer *a, struct virt_family *fam, unsigned int inst,
+		pmAtomValue *atom)
 {
 	const char *row;
 
-	if (a->kind == VIRT_ANS_BUCKET)
-		return virt_row_fetch(a->indom, VIRT_ROW_HIST, inst, atom);
-	if (a->kind == VIRT_ANS_NOVALUES)
-		return PMDA_FETCH_NOVALUES;
+	switch (a->kind) {
+	case VIRT_ANS_WORD:
+	case VIRT_ANS_PERCENTILE:
+	case VIRT_ANS_STRING:
+	case VIRT_ANS_STRING_VIA:
+		break;
+	default:
+		return answer_rowless(a, fam, inst, atom);
+	}
 	if (!(row = (const char *)virt_row_of(virt_indom(a->indom), inst)))
 		return PM_ERR_INST;
 	if (a->kind == VIRT_ANS_PERCENTILE)
@@ -255,6 +284,13 @@ int virt_answer(const struct virt_answer *a, unsigned int inst, pmAtomValue *ato
 					   a->pct, atom);
 	if (a->when && !*(const bool *)(const void *)(row + a->when))
 		return PMDA_FETCH_NOVALUES;
+	if (a->kind == VIRT_ANS_STRING)
+		return answer_string(row + a->off, a->empty, atom);
+	if (a->kind == VIRT_ANS_STRING_VIA) {
+		const char *p = *(const char *const *)(const void *)(row + a->off);
+
+		return answer_string(p ? p + a->at : NULL, a->empty, atom);
+	}
 	atom->ull = *(const uint64_t *)(const void *)(row + a->off);
 	return PMDA_FETCH_STATIC;
 }

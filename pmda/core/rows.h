@@ -88,57 +88,82 @@ const uint64_t *virt_bucket_of_inst(pmInDom hindom, unsigned int inst);
  * last window (PMDA_FETCH_NOVALUES when nothing was counted in it). */
 int virt_row_percentile(const struct virt_row *r, unsigned int p, pmAtomValue *atom);
 
-/* Answer a fetch of word (or VIRT_ROW_HIST: the bucket count) of the row
- * behind inst in indom. */
-#define VIRT_ROW_HIST (-1)
-int virt_row_fetch(enum virt_indom_id indom, int word, unsigned int inst,
-		   pmAtomValue *atom);
 
 /*
- * Answers: how a metric's value is found from the row behind an instance,
- * as data. A family gives a table indexed by metric id (the module's
- * answers); the agent answers those metrics itself (virt_answer) and asks
- * the module's fetch only for the others (strings, events, conditions).
- * Offsets are from the instance's row (what pmdaCache holds) to a field
- * of the family's entry that holds it: VIRT_ANSWER_* build them.
+ * Answers: how a metric's value is found, as data. A family gives a table
+ * indexed by metric id (the module's answers) and the agent answers every
+ * metric of the family from it (virt_answer); a module has no fetch
+ * callback. Offsets are from the instance's row (what pmdaCache holds) to
+ * a field of the family's entry that holds it (VIRT_ANSWER_OFF), or, for a
+ * metric without instances, into the family's private state (fam->priv).
+ * VIRT_ANSWER_* build them.
  */
 enum virt_answer_kind {
-	VIRT_ANS_MODULE = 0,		/* not in the table: the module answers */
+	VIRT_ANS_NONE = 0,		/* not in the table: no value */
 	VIRT_ANS_WORD,			/* the uint64_t at off */
 	VIRT_ANS_BUCKET,		/* a histogram instance's count (indom: its domain) */
 	VIRT_ANS_PERCENTILE,		/* pct-th percentile of the struct virt_row at off */
 	VIRT_ANS_NOVALUES,		/* never a value (event parameters) */
+	VIRT_ANS_NAME,			/* the instance's own name */
+	VIRT_ANS_STRING,		/* the char array at off, or at at in what the
+					 * pointer at off points to (VIA) */
+	VIRT_ANS_STRING_VIA,
+	VIRT_ANS_STATE,			/* no instances: the uint64_t at off in fam->priv */
+	VIRT_ANS_EVENTS,		/* event records, packed by events() */
 };
 struct virt_answer {
 	enum virt_answer_kind kind;
 	enum virt_indom_id indom;
 	ptrdiff_t off;
 	unsigned int pct;
-	/* a word's condition: the offset of a bool of the entry while which
-	 * the instance has a value (no value: not measured, not zero); 0 for
-	 * none (offset 0 is the row's name, never a condition) */
+	/* a word's or string's condition: the offset of a bool of the entry
+	 * while which the instance has a value (no value: not measured, not
+	 * zero); 0 for none (offset 0 is the row's name, never a condition) */
 	ptrdiff_t when;
+	/* VIA: the string's offset in the struct the pointer at off points to */
+	ptrdiff_t at;
+	/* a string's value when it is empty, or the pointer NULL */
+	const char *empty;
+	/* EVENTS: PMDA_FETCH_STATIC with atom->vbp, or PMDA_FETCH_NOVALUES */
+	int (*events)(struct virt_family *fam, pmAtomValue *atom);
 };
 /* offset of field from row in an entry of type T */
 #define VIRT_ANSWER_OFF(T, row, field) ((ptrdiff_t)offsetof(T, field) - (ptrdiff_t)offsetof(T, row))
-#define VIRT_ANSWER_WORD(indom, T, row, field) \
-	{ VIRT_ANS_WORD, VIRT_I_##indom, VIRT_ANSWER_OFF(T, row, field), 0, 0 }
+#define VIRT_ANSWER_WORD(dom, T, row, field) \
+	{ .kind = VIRT_ANS_WORD, .indom = VIRT_I_##dom, .off = VIRT_ANSWER_OFF(T, row, field) }
 /* the word, while the entry's bool flag is true */
-#define VIRT_ANSWER_WORD_WHEN(indom, T, row, field, flag) \
-	{ VIRT_ANS_WORD, VIRT_I_##indom, VIRT_ANSWER_OFF(T, row, field), 0, \
-	  VIRT_ANSWER_OFF(T, row, flag) }
-#define VIRT_ANSWER_BUCKET(hindom) { VIRT_ANS_BUCKET, VIRT_I_##hindom, 0, 0, 0 }
-#define VIRT_ANSWER_PERCENTILE(indom, T, row, hrow, p) \
-	{ VIRT_ANS_PERCENTILE, VIRT_I_##indom, VIRT_ANSWER_OFF(T, row, hrow), p, 0 }
+#define VIRT_ANSWER_WORD_WHEN(dom, T, row, field, flag) \
+	{ .kind = VIRT_ANS_WORD, .indom = VIRT_I_##dom, .off = VIRT_ANSWER_OFF(T, row, field), \
+	  .when = VIRT_ANSWER_OFF(T, row, flag) }
+#define VIRT_ANSWER_BUCKET(hdom) { .kind = VIRT_ANS_BUCKET, .indom = VIRT_I_##hdom }
+#define VIRT_ANSWER_PERCENTILE(dom, T, row, hrow, p) \
+	{ .kind = VIRT_ANS_PERCENTILE, .indom = VIRT_I_##dom, \
+	  .off = VIRT_ANSWER_OFF(T, row, hrow), .pct = p }
 /* the p50, p90 and p99 metrics of one histogram: <id>_P50 ... */
-#define VIRT_ANSWER_PERCENTILES(id, indom, T, row, hrow) \
-	[id##_P50] = VIRT_ANSWER_PERCENTILE(indom, T, row, hrow, 50), \
-	[id##_P90] = VIRT_ANSWER_PERCENTILE(indom, T, row, hrow, 90), \
-	[id##_P99] = VIRT_ANSWER_PERCENTILE(indom, T, row, hrow, 99)
-#define VIRT_ANSWER_NONE { VIRT_ANS_NOVALUES, 0, 0, 0, 0 }
+#define VIRT_ANSWER_PERCENTILES(id, dom, T, row, hrow) \
+	[id##_P50] = VIRT_ANSWER_PERCENTILE(dom, T, row, hrow, 50), \
+	[id##_P90] = VIRT_ANSWER_PERCENTILE(dom, T, row, hrow, 90), \
+	[id##_P99] = VIRT_ANSWER_PERCENTILE(dom, T, row, hrow, 99)
+#define VIRT_ANSWER_NOVALUES { .kind = VIRT_ANS_NOVALUES }
+/* the instance's name as the value: a dashboard variable's list
+ * (grafana-pcp's Vector datasource lists a metric's values) */
+#define VIRT_ANSWER_NAME(dom) { .kind = VIRT_ANS_NAME, .indom = VIRT_I_##dom }
+/* the NUL-terminated char array field; empty_value when it is empty */
+#define VIRT_ANSWER_STRING(dom, T, row, field, empty_value) \
+	{ .kind = VIRT_ANS_STRING, .indom = VIRT_I_##dom, .off = VIRT_ANSWER_OFF(T, row, field), \
+	  .empty = empty_value }
+/* the char array field of struct P that the entry's pointer ptr points to */
+#define VIRT_ANSWER_STRING_VIA(dom, T, row, ptr, P, field, empty_value) \
+	{ .kind = VIRT_ANS_STRING_VIA, .indom = VIRT_I_##dom, \
+	  .off = VIRT_ANSWER_OFF(T, row, ptr), .at = (ptrdiff_t)offsetof(P, field), \
+	  .empty = empty_value }
+/* a metric without instances: the uint64_t field of the state T (fam->priv) */
+#define VIRT_ANSWER_STATE(T, field) { .kind = VIRT_ANS_STATE, .off = (ptrdiff_t)offsetof(T, field) }
+#define VIRT_ANSWER_EVENTS(fn) { .kind = VIRT_ANS_EVENTS, .events = fn }
 
-/* Answer a fetch of inst as a says (not VIRT_ANS_MODULE). */
-int virt_answer(const struct virt_answer *a, unsigned int inst, pmAtomValue *atom);
+/* Answer a fetch of inst of one of fam's metrics as a says. */
+int virt_answer(const struct virt_answer *a, struct virt_family *fam, unsigned int inst,
+		pmAtomValue *atom);
 
 /*
  * A family's rows, found by a 64-bit key (a hypercall number, a pid, a

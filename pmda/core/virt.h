@@ -29,7 +29,7 @@
  * module, with its flags (a -DVIRT_HIST_BUCKETS=20 changes it). The agent
  * loads a module only if both match its own. */
 #include "tables.h"
-#define VIRT_MODULE_VERSION 6u
+#define VIRT_MODULE_VERSION 7u
 #define VIRT_MODULE_ABI ((uint64_t)VIRT_MODULE_VERSION << 32 | VIRT_TABLES_CRC)
 
 /* Global metric ids: VIRT_M_<ID> for every VIRT_METRIC in metrics/<family>.def. */
@@ -129,12 +129,9 @@ struct virt_module {
 	void (*detach)(struct virt_family *fam);
 	/* Read the maps in bulk, update instance domains. Once per fetch. */
 	int (*refresh)(struct virt_family *fam);
-	/* One value: PMDA_FETCH_STATIC, PMDA_FETCH_NOVALUES or an error; only
-	 * for the metrics that answers does not describe. */
-	int (*fetch)(struct virt_family *fam, enum virt_metric_id metric,
-		     unsigned int inst, pmAtomValue *atom);
-	/* VIRT_NMETRICS answers by metric id (pmda/core/rows.h), or NULL: the
-	 * metrics the agent answers from the rows without the module. */
+	/* VIRT_NMETRICS answers by metric id (pmda/core/rows.h): where the
+	 * agent finds each value of the family's metrics (a metric left out
+	 * has no values). */
 	const struct virt_answer *answers;
 	/* PCP instance labels (pmdaLabel(3)) of instance inst of the family's
 	 * instance domain indom, added to *lp with virt_label_add() or

@@ -144,28 +144,65 @@ static void check_table(void)
 }
 
 /* An entry whose words and second histogram live outside its row. */
+struct ans_bin {
+	int dummy;
+	char path[16];
+};
 struct ans_entry {
 	struct virt_keyed k;
 	struct virt_row second;
 	uint64_t sum[3];
 	bool measured;
+	char label[8];
+	const struct ans_bin *bin;
+};
+struct ans_state {
+	int dummy;
+	uint64_t total;
 };
 
-enum { A_WORD, A_WHEN, A_BUCKET, A_PCT, A_PCT2, A_NONE, A_N };
+enum { A_WORD, A_WHEN, A_BUCKET, A_PCT, A_PCT2, A_NONE, A_NAME, A_STR, A_VIA, A_STATE,
+       A_EVENTS, A_N };
+
+static int events_called;
+static int ans_events(struct virt_family *fam, pmAtomValue *atom)
+{
+	(void)fam;
+	events_called++;
+	atom->ull = 99;
+	return PMDA_FETCH_STATIC;
+}
 
 /* Answers: a word, a word while measured, a bucket, percentiles of the
- * main and of a second row, no value, and an unknown instance. */
+ * main and of a second row, no value, the instance's name, strings in
+ * the entry and through its pointer (empty: a default), a word of the
+ * family's state (no instances), events, and an unknown instance. */
 static void check_answers(void)
 {
 	static const struct virt_answer ans[A_N] = {
-		[A_WORD] = { VIRT_ANS_WORD, 4, VIRT_ANSWER_OFF(struct ans_entry, k.row, sum[2]), 0, 0 },
-		[A_WHEN] = { VIRT_ANS_WORD, 4, VIRT_ANSWER_OFF(struct ans_entry, k.row, sum[1]), 0,
-			     VIRT_ANSWER_OFF(struct ans_entry, k.row, measured) },
-		[A_BUCKET] = { VIRT_ANS_BUCKET, 5, 0, 0, 0 },
-		[A_PCT] = { VIRT_ANS_PERCENTILE, 4, VIRT_ANSWER_OFF(struct ans_entry, k.row, k.row), 50, 0 },
-		[A_PCT2] = { VIRT_ANS_PERCENTILE, 4, VIRT_ANSWER_OFF(struct ans_entry, k.row, second), 50, 0 },
-		[A_NONE] = VIRT_ANSWER_NONE,
+		[A_WORD] = { .kind = VIRT_ANS_WORD, .indom = 4,
+			     .off = VIRT_ANSWER_OFF(struct ans_entry, k.row, sum[2]) },
+		[A_WHEN] = { .kind = VIRT_ANS_WORD, .indom = 4,
+			     .off = VIRT_ANSWER_OFF(struct ans_entry, k.row, sum[1]),
+			     .when = VIRT_ANSWER_OFF(struct ans_entry, k.row, measured) },
+		[A_BUCKET] = { .kind = VIRT_ANS_BUCKET, .indom = 5 },
+		[A_PCT] = { .kind = VIRT_ANS_PERCENTILE, .indom = 4,
+			    .off = VIRT_ANSWER_OFF(struct ans_entry, k.row, k.row), .pct = 50 },
+		[A_PCT2] = { .kind = VIRT_ANS_PERCENTILE, .indom = 4,
+			     .off = VIRT_ANSWER_OFF(struct ans_entry, k.row, second), .pct = 50 },
+		[A_NONE] = VIRT_ANSWER_NOVALUES,
+		[A_NAME] = { .kind = VIRT_ANS_NAME, .indom = 4 },
+		[A_STR] = { .kind = VIRT_ANS_STRING, .indom = 4,
+			    .off = VIRT_ANSWER_OFF(struct ans_entry, k.row, label), .empty = "none" },
+		[A_VIA] = { .kind = VIRT_ANS_STRING_VIA, .indom = 4,
+			    .off = VIRT_ANSWER_OFF(struct ans_entry, k.row, bin),
+			    .at = (ptrdiff_t)offsetof(struct ans_bin, path), .empty = "" },
+		[A_STATE] = VIRT_ANSWER_STATE(struct ans_state, total),
+		[A_EVENTS] = VIRT_ANSWER_EVENTS(ans_events),
 	};
+	static const struct ans_bin bin = { 0, "/usr/bin/x" };
+	struct ans_state state = { 0, 1234 };
+	struct virt_family fam = { 0 };
 	struct virt_table t = VIRT_TABLE_OF(struct ans_entry);
 	struct ans_entry *e = virt_table_add(&t, 1, virt_indom(4), virt_indom(5), "q");
 	uint64_t h[VIRT_HIST_BUCKETS] = { 0 }, h2[VIRT_HIST_BUCKETS] = { 0 };
@@ -184,22 +221,43 @@ static void check_answers(void)
 	virt_row_set(&e->second, NULL, 0, h2);
 	virt_row_expose(&e->k.row, true);
 	virt_row_expose(&e->second, true);
-	CHECK(virt_answer(&ans[A_WORD], (unsigned int)e->k.row.inst, &a) == PMDA_FETCH_STATIC &&
+	CHECK(virt_answer(&ans[A_WORD], &fam, (unsigned int)e->k.row.inst, &a) == PMDA_FETCH_STATIC &&
 	      a.ull == 77);
 	e->sum[1] = 0;
-	CHECK(virt_answer(&ans[A_WHEN], (unsigned int)e->k.row.inst, &a) == PMDA_FETCH_NOVALUES);
+	CHECK(virt_answer(&ans[A_WHEN], &fam, (unsigned int)e->k.row.inst, &a) == PMDA_FETCH_NOVALUES);
 	e->measured = true;
-	CHECK(virt_answer(&ans[A_WHEN], (unsigned int)e->k.row.inst, &a) == PMDA_FETCH_STATIC &&
+	CHECK(virt_answer(&ans[A_WHEN], &fam, (unsigned int)e->k.row.inst, &a) == PMDA_FETCH_STATIC &&
 	      a.ull == 0);
-	CHECK(virt_answer(&ans[A_PCT], (unsigned int)e->k.row.inst, &a) == PMDA_FETCH_STATIC &&
+	CHECK(virt_answer(&ans[A_PCT], &fam, (unsigned int)e->k.row.inst, &a) == PMDA_FETCH_STATIC &&
 	      a.ull >= 8 && a.ull <= 15);
-	CHECK(virt_answer(&ans[A_PCT2], (unsigned int)e->k.row.inst, &a) == PMDA_FETCH_STATIC &&
+	CHECK(virt_answer(&ans[A_PCT2], &fam, (unsigned int)e->k.row.inst, &a) == PMDA_FETCH_STATIC &&
 	      a.ull >= 1u << 20 && a.ull < 1u << 21);
 	CHECK(pmdaCacheLookupName(virt_indom(5), "q::8-15", &hinst, NULL) == PMDA_CACHE_ACTIVE);
-	CHECK(virt_answer(&ans[A_BUCKET], (unsigned int)hinst, &a) == PMDA_FETCH_STATIC &&
+	CHECK(virt_answer(&ans[A_BUCKET], &fam, (unsigned int)hinst, &a) == PMDA_FETCH_STATIC &&
 	      a.ull == 5);
-	CHECK(virt_answer(&ans[A_NONE], (unsigned int)e->k.row.inst, &a) == PMDA_FETCH_NOVALUES);
-	CHECK(virt_answer(&ans[A_WORD], (unsigned int)e->k.row.inst + 1, &a) == PM_ERR_INST);
+	CHECK(virt_answer(&ans[A_NONE], &fam, (unsigned int)e->k.row.inst, &a) == PMDA_FETCH_NOVALUES);
+	CHECK(virt_answer(&ans[A_WORD], &fam, (unsigned int)e->k.row.inst + 1, &a) == PM_ERR_INST);
+	CHECK(virt_answer(&ans[A_NAME], &fam, (unsigned int)e->k.row.inst, &a) == PMDA_FETCH_STATIC &&
+	      strcmp(a.cp, "q") == 0);
+	CHECK(virt_answer(&ans[A_STR], &fam, (unsigned int)e->k.row.inst, &a) == PMDA_FETCH_STATIC &&
+	      strcmp(a.cp, "none") == 0);
+	snprintf(e->label, sizeof(e->label), "blk");
+	CHECK(virt_answer(&ans[A_STR], &fam, (unsigned int)e->k.row.inst, &a) == PMDA_FETCH_STATIC &&
+	      strcmp(a.cp, "blk") == 0);
+	CHECK(virt_answer(&ans[A_VIA], &fam, (unsigned int)e->k.row.inst, &a) == PMDA_FETCH_STATIC &&
+	      strcmp(a.cp, "") == 0);
+	e->bin = &bin;
+	CHECK(virt_answer(&ans[A_VIA], &fam, (unsigned int)e->k.row.inst, &a) == PMDA_FETCH_STATIC &&
+	      strcmp(a.cp, "/usr/bin/x") == 0);
+	/* the family's state: none before attach, then its word */
+	CHECK(virt_answer(&ans[A_STATE], &fam, PM_IN_NULL, &a) == PMDA_FETCH_NOVALUES);
+	CHECK(virt_answer(&ans[A_EVENTS], &fam, PM_IN_NULL, &a) == PMDA_FETCH_NOVALUES &&
+	      events_called == 0);
+	fam.priv = &state;
+	CHECK(virt_answer(&ans[A_STATE], &fam, PM_IN_NULL, &a) == PMDA_FETCH_STATIC && a.ull == 1234);
+	CHECK(virt_answer(&ans[A_EVENTS], &fam, PM_IN_NULL, &a) == PMDA_FETCH_STATIC &&
+	      events_called == 1 && a.ull == 99);
+	CHECK(virt_answer(&ans[A_NAME], &fam, (unsigned int)e->k.row.inst + 1, &a) == PM_ERR_INST);
 	virt_row_release(&e->second);
 	virt_table_clear(&t);
 }
