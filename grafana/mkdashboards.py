@@ -52,13 +52,16 @@ SELECTORS = {
 # The VM picker (Vector): a variable of VM names; the panels of per-VM,
 # per-vCPU and vhost queue rows show the VMs picked. Their instances start
 # with the VM's name: "<vm>" (the pattern's tail "$"), "<vm>/vcpu<N>",
-# "<vm>/<class>" and "<vm>/<device>/<queue>" (tail "/"). "All" matches
+# "<vm>/<class>", "<vm>/<device>/<queue>" and the sub-reasons' "<vm>/<key>"
+# (tail "/"); of KVM's statistics "<vm>/<stat>" only "<vm>/exits", KVM's
+# count beside the agent's (tail "/exits$"). "All" matches
 # every instance (also a vhost queue whose owner has made no KVM exit yet).
 # The first group a metric starts with is its filter. The VM picker is also
 # the selector of the per-VM heatmaps ("<vm>::lo-hi").
 VM = ("vm", "VM", "virt.kvm.vm.name")
-VM_FILTER = {"virt.kvm.vm.run_delay_by": "/", "virt.kvm.vm.": "$", "virt.kvm.vcpu.": "/",
-             "virt.vhost.": "/"}
+VM_FILTER = {"virt.kvm.vm.run_delay_by": "/", "virt.kvm.vm.kvm_stat": "/exits$", "virt.kvm.vm.": "$",
+             "virt.kvm.vcpu.": "/", "virt.kvm.pio.": "/", "virt.kvm.msr.": "/", "virt.kvm.cpuid.": "/",
+             "virt.kvm.mmio.": "/", "virt.vhost.": "/"}
 # The VM picker (Valkey): the values of the label vm_name the agent puts on
 # a VM's instances (grafana-pcp's label_values()). pmseries filters by
 # instance name ("instance.name =~", a POSIX ERE in a string): it selects a
@@ -106,6 +109,22 @@ ROWS = [
         ("VMM handling time p99 per KVM_EXIT reason", "graph", ["virt.kvm.userspace.latency_p99"],
          "ns"),
         ("hypercall latency p99 per hypercall", "graph", ["virt.kvm.hypercall.latency_p99"], "ns"),
+    ]),
+    # per VM and key ([kvm] subreasons = true), the busiest first in the
+    # legend; KVM's own count of a VM's exits beside the agent's
+    ("What the exits are about (sub-reasons) and KVM's own books (host)", [
+        ("port I/O exits/s (<vm>/<port>/<in|out>), busiest first", "top", ["virt.kvm.pio.count"], "ops"),
+        ("time in port I/O exits, share of one CPU", "top", ["virt.kvm.pio.time"], "percentunit"),
+        ("MSR exits/s (<vm>/<msr>/<rd|wr>), busiest first", "top", ["virt.kvm.msr.count"], "ops"),
+        ("time in MSR exits, share of one CPU", "top", ["virt.kvm.msr.time"], "percentunit"),
+        ("CPUID exits/s (<vm>/<leaf>), busiest first", "top", ["virt.kvm.cpuid.count"], "ops"),
+        ("time in CPUID exits, share of one CPU", "top", ["virt.kvm.cpuid.time"], "percentunit"),
+        ("MMIO exits/s (<vm>/<gpa>/<rd|wr>), busiest first", "top", ["virt.kvm.mmio.count"], "ops"),
+        ("time in MMIO exits, share of one CPU", "top", ["virt.kvm.mmio.time"], "percentunit"),
+        ("exits/s per VM: the agent's (<vm>) and KVM's own count (<vm>/exits)", "graph",
+         ["virt.kvm.vm.exits", "virt.kvm.vm.kvm_stat"], "ops"),
+        ("exits KVM counted and the agent did not (exits_unseen) per VM", "graph",
+         ["virt.kvm.vm.exits_unseen"], "short"),
     ]),
     ("virtio queues (guest)", [
         ("virtqueues", "table", ["virt.virtio.queue.driver", "virt.virtio.queue.device",
@@ -222,6 +241,12 @@ def panel(kind, pid, item, x, y, w, h):
         if ptype == "stack":
             p["fieldConfig"]["defaults"]["custom"] = {"stacking": {"mode": "normal", "group": "A"},
                                                       "fillOpacity": 50}
+        elif ptype == "top":
+            # the legend as a table, its rows by mean over the time range,
+            # highest first: the busiest keys on top
+            p["options"] = {"legend": {"displayMode": "table", "placement": "right",
+                                       "calcs": ["mean", "max"], "sortBy": "Mean", "sortDesc": True},
+                            "tooltip": {"mode": "multi", "sort": "desc"}}
     return p
 
 

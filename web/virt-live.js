@@ -1,7 +1,9 @@
 /*
  * pmdavirt live page: polls pmproxy's REST API (/pmapi) and draws heatmaps
  * of the agent's log2 histograms, tables of per-queue rates and, per VM,
- * run delay, what held the CPU meanwhile and halts. Plain JS,
+ * run delay, what held the CPU meanwhile and halts, its busiest ports,
+ * MSRs, CPUID leaves and MMIO addresses and the exits KVM counted that the
+ * agent did not. Plain JS,
  * no build step. Parameters (query string): pmproxy=<url> (default: this
  * host, port 44322), host=<pmcd host> (the host pmproxy asks; default
  * pmproxy's own), interval=<seconds> (default 2), span=<polls> (60),
@@ -62,6 +64,19 @@ const SLOW = ['why is my VM slow', [
   ['virt.kvm.vm.halts', 'halts/s', 'rate'],
 ]];
 
+// Per VM: what its exits are about ([kvm] subreasons = true); top = of the
+// "<vm>/<key>" rows of the metric, the busiest keys (up to TOP) with their
+// exits/s; and exits KVM counted that the agent did not
+const TOP = 3;
+const EXITS = ['what the exits are about', [
+  ['virt.kvm.vm.exits', 'exits/s', 'rate'],
+  ['virt.kvm.vm.exits_unseen', 'unseen by the agent', 'value'],
+  ['virt.kvm.pio.count', 'busiest ports', 'top'],
+  ['virt.kvm.msr.count', 'busiest MSRs', 'top'],
+  ['virt.kvm.cpuid.count', 'busiest CPUID leaves', 'top'],
+  ['virt.kvm.mmio.count', 'busiest MMIO addresses', 'top'],
+]];
+
 // [metric, column, kind]: rate = counter per second, value = as fetched
 const TABLES = [
   ['virtio queues', [
@@ -93,7 +108,8 @@ const TABLES = [
   ]],
 ];
 
-const METRICS = HISTOGRAMS.map(h => h[0]).concat(...[MODULES, SLOW].concat(TABLES).map(t => t[1].map(c => c[0])));
+const METRICS = [...new Set(HISTOGRAMS.map(h => h[0]).concat(
+  ...[MODULES, SLOW, EXITS].concat(TABLES).map(t => t[1].map(c => c[0]))))];
 
 let context = null;
 const names = {};        // metric -> {instance id -> name}
@@ -281,7 +297,7 @@ function drawTable(title, cols, now, then, dt, where = 'tables') {
   }
   const insts = new Set();
   for (const c of cols)
-    if (c[2] !== 'most')
+    if (c[2] !== 'most' && c[2] !== 'top')
       Object.keys(now[c[0]] || {}).forEach(i => insts.add(i));
   const body = box.querySelector('tbody');
   body.textContent = '';
@@ -296,7 +312,10 @@ function drawTable(title, cols, now, then, dt, where = 'tables') {
       const v = (now[metric] || {})[inst];
       let text = '';
       if (kind === 'most') {
-        text = mostOf(metric, inst, now, then, dt);
+        const [best] = ratesOf(metric, inst, now, then, dt);
+        text = best ? `${best[0]} (${(best[1] / 1e7).toFixed(1)}%)` : '';
+      } else if (kind === 'top') {
+        text = ratesOf(metric, inst, now, then, dt).slice(0, TOP).map(([k, r]) => `${k} ${r.toFixed(1)}/s`).join(', ');
       } else if (v !== undefined && (kind === 'rate' || kind === 'share')) {
         const b = then && then[metric] ? then[metric][inst] : undefined;
         const r = b !== undefined && v >= b ? (v - b) / dt : null;
@@ -313,19 +332,19 @@ function drawTable(title, cols, now, then, dt, where = 'tables') {
   }
 }
 
-// The class of inst's "<inst>/<class>" rows with the largest rate, and its
-// share of a CPU; '' before two polls or when none grew
-function mostOf(metric, inst, now, then, dt) {
-  let best = '', most = 0;
+// [key, rate] of inst's "<inst>/<key>" rows that grew since the last poll
+// (a class of run_delay_by, a port of pio.count, ...), the largest first;
+// none before two polls
+function ratesOf(metric, inst, now, then, dt) {
+  const out = [];
   for (const [name, v] of Object.entries(now[metric] || {})) {
-    const slash = name.lastIndexOf('/');
-    if (name.slice(0, slash) !== inst || !then || !then[metric] || !(name in then[metric]))
+    if (!name.startsWith(inst + '/') || !then || !then[metric] || !(name in then[metric]))
       continue;
     const r = (v - then[metric][name]) / dt;
-    if (r > most)
-      [best, most] = [name.slice(slash + 1), r];
+    if (r > 0)
+      out.push([name.slice(inst.length + 1), r]);
   }
-  return best && `${best} (${(most / 1e7).toFixed(1)}%)`;
+  return out.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
 }
 
 // A failed sample is tried once more on a new context: pmproxy drops a
@@ -347,6 +366,7 @@ async function poll() {
     const dt = prev ? Math.max(1e-3, s.time - prevTime) : 0;
     drawTable(MODULES[0], MODULES[1], s.values, prev, dt, 'modules');
     drawTable(SLOW[0], SLOW[1], s.values, prev, dt, 'slow');
+    drawTable(EXITS[0], EXITS[1], s.values, prev, dt, 'exits');
     for (const [metric, title] of HISTOGRAMS) {
       if (prev)
         pushColumn(metric, s.values, prev, dt);

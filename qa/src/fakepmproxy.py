@@ -8,6 +8,11 @@ are exact whatever the poll interval:
   halts            web 50/s, web.01 7/s
   run_delay_hist, halt_hist: web's buckets 100/s and 10/s, web.01's 3/s
   module status    kvm "active"
+  exits            web 1000/s, web.01 20/s; exits_unseen web 0, web.01 12
+  pio.count        web: 0x70/out 300/s, 0x80/out 40/s, 0x3f8/out 10/s,
+                   0x60/in 5/s (4 ports: the page shows 3); web.01:
+                   0xcf8/out 2/s
+  msr.count        web: 0x10/rd 30/s (cpuid and mmio left out)
 Other metrics the page asks for are left out of the answer, as pmproxy
 does with names the agent lacks.   fakepmproxy.py PORT WEBDIR"""
 import functools
@@ -23,13 +28,18 @@ RATES = {
     "virt.kvm.vm.halts": {"web": 50, "web.01": 7},
     "virt.kvm.vm.run_delay_hist": {"web::1024-2047": 100, "web::2048-4095": 10, "web.01::1024-2047": 3},
     "virt.kvm.vm.halt_hist": {"web::65536-131071": 100, "web::131072-262143": 10, "web.01::65536-131071": 3},
+    "virt.kvm.vm.exits": {"web": 1000, "web.01": 20},
+    "virt.kvm.pio.count": {"web/0x70/out": 300, "web/0x3f8/out": 10, "web/0x80/out": 40, "web/0x60/in": 5,
+                           "web.01/0xcf8/out": 2},
+    "virt.kvm.msr.count": {"web/0x10/rd": 30},
 }
-STRINGS = {"virt.control.module.status": {"kvm": "active"}}
+# values that stay as they are
+FIXED = {"virt.control.module.status": {"kvm": "active"}, "virt.kvm.vm.exits_unseen": {"web": 0, "web.01": 12}}
 fetches = 0
 
 
 def instances(metric):
-    return list((RATES.get(metric) or STRINGS[metric]).keys())
+    return list((RATES.get(metric) or FIXED[metric]).keys())
 
 
 class Handler(http.server.SimpleHTTPRequestHandler):
@@ -54,8 +64,8 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             fetches += 1
             values = []
             for m in q["names"][0].split(","):
-                if m in RATES or m in STRINGS:
-                    vals = [{"instance": i, "value": STRINGS[m][n] if m in STRINGS else RATES[m][n] * fetches}
+                if m in RATES or m in FIXED:
+                    vals = [{"instance": i, "value": FIXED[m][n] if m in FIXED else RATES[m][n] * fetches}
                             for i, n in enumerate(instances(m))]
                     values.append({"pmid": 0, "name": m, "instances": vals})
             return self.answer({"context": 1, "timestamp": 1700000000.0 + fetches, "values": values})
