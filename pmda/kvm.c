@@ -25,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sched.h>
@@ -117,8 +116,8 @@ struct vm_entry {
 	int vs_err;			/* acquiring them failed: not tried again */
 };
 
-/* A vCPU's statistics fd (KVM_GET_STATS_FD), from the VMM's fd vmm_fd
- * ("anon_inode:kvm-vcpu:<id>"); its descriptors, and a data buffer. */
+/* A vCPU's statistics fd, a duplicate of the VMM's fd vmm_fd
+ * ("anon_inode:kvm-vcpu-stats"); its descriptors, and a data buffer. */
 struct vcpu_stats_fd {
 	int fd, vmm_fd;
 	uint32_t id;
@@ -1647,9 +1646,6 @@ static const char *vstats_hint(int err)
 		return " (ptrace attach rights over the VMM: CAP_SYS_PTRACE, Yama ptrace_scope)";
 	case ENOSYS:
 		return " (pidfd_getfd: Linux 5.6 and later)";
-	case ENOTTY:
-	case EINVAL:
-		return " (KVM_GET_STATS_FD: Linux 5.14 and later)";
 	default:
 		return "";
 	}
@@ -1665,50 +1661,38 @@ static void vstats_log(struct kvm_state *st, const char *what, int err)
 		 strerror(err), vstats_hint(err));
 }
 
-/* "anon_inode:kvm-vcpu:<id>" (create_vcpu_fd(), virt/kvm/kvm_main.c) of
- * fd name in the VMM's fd directory: true and *id. */
-static bool vcpu_fd_link(int dirfd, const char *name, uint32_t *id)
+/* Is fd name of the VMM's fd directory a vCPU's statistics fd? Its anon
+ * inode is "kvm-vcpu-stats" (kvm_vcpu_ioctl_get_stats_fd(),
+ * virt/kvm/kvm_main.c; Linux 6.4 and later add ":<vcpu_id>").
+ * KVM_GET_STATS_FD itself is no use to another process: kvm_vcpu_ioctl()
+ * refuses callers whose mm is not the VM's (-EIO), so the agent can only
+ * share the statistics fds the VMM opened (QEMU 8.2 and later keeps one
+ * per vCPU: kvm_init_vcpu()). */
+static bool vcpu_stats_link(int dirfd, const char *name)
 {
-	char link[64], *end;
+	static const char want[] = "anon_inode:kvm-vcpu-stats";
+	char link[sizeof(want) + 8];
 	ssize_t n = readlinkat(dirfd, name, link, sizeof(link) - 1);
-	unsigned long v;
+	size_t w = sizeof(want) - 1;
 
-	if (n <= 0)
+	if (n < (ssize_t)w || memcmp(link, want, w) != 0)
 		return false;
 	link[n] = '\0';
-	if (strncmp(link, "anon_inode:kvm-vcpu:", 20) != 0 || link[20] < '0' || link[20] > '9')
-		return false;
-	v = strtoul(link + 20, &end, 10);
-	*id = (uint32_t)v;
-	return *end == '\0' && v <= UINT32_MAX;
+	return link[w] == '\0' || (link[w] == ':' && strspn(link + w + 1, "0123456789") == (size_t)n - w - 1);
 }
 
-/* The statistics fd of the VMM's fd vmm_fd (a vCPU's), through a
- * duplicate closed at once; -errno and what failed. */
-static int vcpu_stats_fd(int pidfd, int vmm_fd, const char **what)
+/* Take the VMM's statistics fd vmm_fd into vm->vsfd, its vCPU from its id
+ * string; -errno and what failed. */
+static int vstats_take(struct vm_entry *vm, int pidfd, int vmm_fd, const char **what)
 {
-	int vfd, fd;
-
-	*what = "pidfd_getfd";
-	if ((vfd = (int)syscall(SYS_pidfd_getfd, pidfd, vmm_fd, 0)) < 0)
-		return -errno;
-	*what = "KVM_GET_STATS_FD";
-	fd = ioctl(vfd, KVM_GET_STATS_FD, NULL);
-	fd = fd < 0 ? -errno : fd;
-	close(vfd);
-	return fd;
-}
-
-/* Take one vCPU's statistics fd into vm->vsfd; -errno and what failed. */
-static int vstats_take(struct vm_entry *vm, int pidfd, int vmm_fd, uint32_t id, const char **what)
-{
-	struct vcpu_stats_fd *t, v = { .vmm_fd = vmm_fd, .id = id };
+	struct vcpu_stats_fd *t, v = { .vmm_fd = vmm_fd };
 	int err;
 
-	if ((v.fd = vcpu_stats_fd(pidfd, vmm_fd, what)) < 0)
-		return v.fd;
+	*what = "pidfd_getfd";
+	if ((v.fd = (int)syscall(SYS_pidfd_getfd, pidfd, vmm_fd, 0)) < 0)
+		return -errno;
 	*what = "reading its descriptors";
-	if ((err = kvm_vstats_load(v.fd, &v.s)) < 0 ||
+	if ((err = kvm_vstats_load(v.fd, &v.s)) < 0 || (err = v.s.vcpu < 0 ? -EINVAL : 0) < 0 ||
 	    (err = (v.data = calloc(v.s.words ? v.s.words : 1, sizeof(*v.data))) ? 0 : -ENOMEM) < 0 ||
 	    (err = (t = realloc(vm->vsfd, (vm->nvsfd + 1) * sizeof(*t))) ? 0 : -ENOMEM) < 0) {
 		close(v.fd);
@@ -1716,12 +1700,13 @@ static int vstats_take(struct vm_entry *vm, int pidfd, int vmm_fd, uint32_t id, 
 		free(v.data);
 		return err;
 	}
+	v.id = (uint32_t)v.s.vcpu;
 	vm->vsfd = t;
 	vm->vsfd[vm->nvsfd++] = v;
 	return 0;
 }
 
-/* Every vCPU fd of the VM's VMM: its statistics fd. A failure leaves the
+/* Every vCPU statistics fd of the VM's VMM, shared. A failure leaves the
  * VM without them (logged, not tried again while the VM lives). */
 static void vstats_open(struct kvm_state *st, struct vm_entry *vm, int dirfd)
 {
@@ -1730,15 +1715,14 @@ static void vstats_open(struct kvm_state *st, struct vm_entry *vm, int dirfd)
 	DIR *d = pidfd < 0 ? NULL : fdopendir(dup(dirfd));
 	struct dirent *de;
 	int err = pidfd < 0 ? -errno : 0;
-	uint32_t id;
 
 	if (pidfd >= 0 && !d) {
 		err = -errno;
 		what = "listing its fds";
 	}
 	while (!err && d && (de = readdir(d)))
-		if (vcpu_fd_link(dirfd, de->d_name, &id))
-			err = vstats_take(vm, pidfd, atoi(de->d_name), id, &what);
+		if (vcpu_stats_link(dirfd, de->d_name))
+			err = vstats_take(vm, pidfd, atoi(de->d_name), &what);
 	if (d)
 		closedir(d);
 	if (pidfd >= 0)
@@ -1749,26 +1733,29 @@ static void vstats_open(struct kvm_state *st, struct vm_entry *vm, int dirfd)
 		vstats_log(st, what, -err);
 	} else if (vm->nvsfd) {
 		st->vstats_errno = 0;
+	} else if (st->vstats_errno != -1) {
+		st->vstats_errno = -1;
+		virt_log(LOG_INFO, "kvm: VMM %u holds no vCPU statistics fd (anon_inode:kvm-vcpu-stats: QEMU before 8.2 opens none), so its vCPUs' have no values; logged once",
+			 (uint32_t)vm->k.key);
 	}
 }
 
-/* Are the fds still the VMM's vCPUs' (one readlink each)? */
+/* Are the fds still the VMM's vCPUs' statistics fds (one readlink each)? */
 static bool vstats_current(const struct vm_entry *vm)
 {
 	for (unsigned int i = 0; i < vm->nvsfd; i++) {
 		char path[48];
-		uint32_t id;
 
 		snprintf(path, sizeof(path), "/proc/%u/fd/%d", (uint32_t)vm->k.key, vm->vsfd[i].vmm_fd);
-		if (!vcpu_fd_link(AT_FDCWD, path, &id) || id != vm->vsfd[i].id)
+		if (!vcpu_stats_link(AT_FDCWD, path))
 			return false;
 	}
 	return true;
 }
 
-/* Every refresh, asked or not: a VMM that closed a vCPU fd (its VM
- * destroyed, the VMM alive) gets the VM's statistics fds closed, so that
- * the struct kvm goes. */
+/* Every refresh, asked or not: a VMM that closed a vCPU's statistics fd
+ * (its VM destroyed, the VMM alive) gets the VM's duplicates closed, so
+ * that the struct kvm goes. */
 static void vstats_drop_stale(struct kvm_state *st)
 {
 	for (size_t i = 0; i < st->vms.n; i++) {

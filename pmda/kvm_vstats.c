@@ -1,7 +1,8 @@
 /*
  * KVM's binary statistics of a vCPU. kvm_vcpu_ioctl_get_stats_fd()
  * (virt/kvm/kvm_main.c) gives an fd whose file is, from offset 0, a struct
- * kvm_stats_header, the id string (name_size bytes) at id_offset, num_desc
+ * kvm_stats_header, the id string (name_size bytes) at id_offset
+ * ("kvm-<pid>/vcpu-<id>": kvm_vcpu_init()'s stats_id), num_desc
  * descriptors of sizeof(struct kvm_stats_desc) + name_size bytes each at
  * desc_offset, and the data block at data_offset: each statistic's size u64
  * at its offset (kvm_stats_read(), virt/kvm/binary_stats.c, copies what a
@@ -11,6 +12,7 @@
 
 #include <errno.h>
 #include <linux/kvm.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -87,17 +89,33 @@ static int take_descs(const struct kvm_stats_header *h, const char *desc, size_t
 	return 0;
 }
 
+int kvm_vstats_id_vcpu(const char *id, size_t len)
+{
+	char buf[64];
+	int end = 0;
+	unsigned int vcpu;
+
+	snprintf(buf, sizeof(buf), "%.*s", (int)strnlen(id, len), id);
+	if (sscanf(buf, "kvm-%*u/vcpu-%u%n", &vcpu, &end) != 1 || buf[end] || vcpu > 65535)
+		return -1;
+	return (int)vcpu;
+}
+
 int kvm_vstats_parse(const void *buf, size_t len, struct kvm_vstats *s)
 {
 	struct kvm_stats_header h;
+	int err;
 
 	memset(s, 0, sizeof(*s));
 	if (len < sizeof(h))
 		return -EINVAL;
 	memcpy(&h, buf, sizeof(h));
-	if (!header_ok(&h) || h.desc_offset > len)
+	if (!header_ok(&h) || h.desc_offset > len || h.id_offset > len ||
+	    len - h.id_offset < h.name_size)
 		return -EINVAL;
-	return take_descs(&h, (const char *)buf + h.desc_offset, len - h.desc_offset, s);
+	err = take_descs(&h, (const char *)buf + h.desc_offset, len - h.desc_offset, s);
+	s->vcpu = kvm_vstats_id_vcpu((const char *)buf + h.id_offset, h.name_size);
+	return err;
 }
 
 int kvm_vstats_load(int fd, struct kvm_vstats *s)
@@ -106,7 +124,7 @@ int kvm_vstats_load(int fd, struct kvm_vstats *s)
 	size_t dlen;
 	ssize_t n;
 	char *desc;
-	int err;
+	int err, vcpu;
 
 	memset(s, 0, sizeof(*s));
 	n = pread(fd, &h, sizeof(h), 0);
@@ -115,10 +133,13 @@ int kvm_vstats_load(int fd, struct kvm_vstats *s)
 	if (n != (ssize_t)sizeof(h) || !header_ok(&h))
 		return -EINVAL;
 	dlen = (size_t)h.num_desc * (sizeof(struct kvm_stats_desc) + h.name_size);
-	if (!(desc = malloc(dlen ? dlen : 1)))
+	if (!(desc = malloc(dlen > h.name_size ? dlen : h.name_size)))
 		return -ENOMEM;
+	n = pread(fd, desc, h.name_size, h.id_offset);
+	vcpu = n == (ssize_t)h.name_size ? kvm_vstats_id_vcpu(desc, h.name_size) : -1;
 	n = pread(fd, desc, dlen, h.desc_offset);
 	err = n < 0 ? -errno : n != (ssize_t)dlen ? -EINVAL : take_descs(&h, desc, dlen, s);
+	s->vcpu = vcpu;
 	free(desc);
 	return err;
 }

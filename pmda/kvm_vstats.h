@@ -1,6 +1,6 @@
 /* KVM's binary statistics of a vCPU (Linux >= 5.14, KVM_GET_STATS_FD on a
- * vCPU fd): the header and descriptors read once per stats fd, the data
- * block with one pread per refresh (pmda/kvm_vstats.c), split out of
+ * vCPU fd): the header, id and descriptors read once per stats fd, the
+ * data block with one pread per refresh (pmda/kvm_vstats.c), split out of
  * pmda/kvm.c so that qa/unit/t_kvm_vstats.c can run it on a buffer of its
  * own. */
 #ifndef VIRT_KVM_VSTATS_H
@@ -30,6 +30,7 @@ struct kvm_vstat_desc {
 };
 
 struct kvm_vstats {
+	int vcpu;			/* the id's "vcpu-<N>"; -1: a VM's */
 	struct kvm_vstat_desc *d;
 	unsigned int n;
 	uint32_t data_offset;		/* of the data block in the fd */
@@ -41,11 +42,14 @@ struct kvm_vstats {
 #define KVM_VSTATS_MAX_DESC 4096
 #define KVM_VSTATS_MAX_WORDS 65536
 
-/* Parse the header and descriptor block of a stats fd, held whole in buf
- * (len bytes from offset 0). 0 or -errno (-EINVAL: malformed). Names
+/* Parse the header, id and descriptor block of a stats fd, held whole in
+ * buf (len bytes from offset 0). 0 or -errno (-EINVAL: malformed). Names
  * longer than KVM_BOOK_NAME_MAX - 1 are cut. */
 int kvm_vstats_parse(const void *buf, size_t len, struct kvm_vstats *s);
-/* The same from the fd: its header, then its descriptor block. */
+/* The vCPU of a stats fd's id, "kvm-<pid>/vcpu-<N>" (N < 65536); -1 for
+ * any other (a VM's: "kvm-<pid>"). */
+int kvm_vstats_id_vcpu(const char *id, size_t len);
+/* The same from the fd: its header, its id, then its descriptor block. */
 int kvm_vstats_load(int fd, struct kvm_vstats *s);
 /* The data block (s->words u64) into data: one pread. 0 or -errno. */
 int kvm_vstats_read(int fd, const struct kvm_vstats *s, uint64_t *data);

@@ -1,6 +1,6 @@
 /* KVM's binary statistics parser (pmda/kvm_vstats.c) on a synthetic stats
  * file laid out as kvm_vcpu_ioctl_get_stats_fd() lays it out (Linux 6.1,
- * x86): header, id string, descriptors of 16 + name_size bytes, data;
+ * x86): header, id string ("kvm-<pid>/vcpu-<N>"), descriptors of 16 + name_size bytes, data;
  * from a buffer and from a file through pread, as from a stats fd. */
 #include "kvm_vstats.h"
 #include "hist.h"
@@ -42,7 +42,7 @@ static void make_file(void)
 	uint64_t data[WORDS] = { 7, 1, 5 };
 
 	memcpy(file, &h, sizeof(h));
-	strcpy((char *)file + ID_OFF, "kvm-139/vcpu-0");
+	strcpy((char *)file + ID_OFF, "kvm-139/vcpu-3");
 	put_desc(0, "exits", KVM_STATS_TYPE_CUMULATIVE | KVM_STATS_UNIT_NONE, 0, 1, 0);
 	put_desc(1, "guest_mode", KVM_STATS_TYPE_INSTANT | KVM_STATS_UNIT_BOOLEAN, 0, 1, 8);
 	put_desc(2, "max_something", KVM_STATS_TYPE_PEAK, 0, 1, 16);
@@ -56,6 +56,7 @@ static void make_file(void)
 
 static void check_descs(const struct kvm_vstats *s)
 {
+	CHECK(s->vcpu == 3);
 	CHECK(s->n == NDESC);
 	CHECK(s->data_offset == DATA_OFF);
 	CHECK(s->words == WORDS);
@@ -89,6 +90,16 @@ static void check_buckets(void)
 	}
 }
 
+static void check_ids(void)
+{
+	CHECK(kvm_vstats_id_vcpu("kvm-139/vcpu-0", 48) == 0);
+	CHECK(kvm_vstats_id_vcpu("kvm-139/vcpu-65535", 48) == 65535);
+	CHECK(kvm_vstats_id_vcpu("kvm-139/vcpu-65536", 48) == -1);
+	CHECK(kvm_vstats_id_vcpu("kvm-139", 48) == -1);		/* a VM's */
+	CHECK(kvm_vstats_id_vcpu("kvm-139/vcpu-1x", 48) == -1);
+	CHECK(kvm_vstats_id_vcpu("kvm-139/vcpu-12", 14) == 1);	/* cut at name_size */
+}
+
 static void check_bad(void)
 {
 	unsigned char bad[LEN];
@@ -119,6 +130,7 @@ int main(void)
 	check_descs(&s);
 	kvm_vstats_free(&s);
 	check_buckets();
+	check_ids();
 	check_bad();
 
 	fd = mkstemp(path);
