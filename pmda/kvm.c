@@ -50,7 +50,7 @@ static const struct virt_option kvm_options[NOPTS] = {
 	[OPT_SUB_TOP] = { "subreasons_top", VIRT_OPT_UINT, 1, 4096, "16",
 		"ports, MSRs, CPUID leaves and MMIO addresses per VM and kind with instances of their own (the first seen); later ones count in <vm>/other" },
 	[OPT_VCPU_STATS] = { "vcpu_stats", VIRT_OPT_BOOL, 0, 0, "false",
-		"KVM's own per-vCPU statistics and histograms (virt.kvm.vcpu.kvm_stat, kvm_stat_instant, kvm_hist) from each vCPU's stats fd, taken from the VMM with pidfd_getfd(): the agent then keeps CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH; false = not read, both dropped" },
+		"KVM's own per-vCPU statistics and histograms (virt.kvm.vcpu.kvm_stat, kvm_stat_instant, kvm_hist) from the vCPU statistics fds the VMM keeps (QEMU 8.2 and later), shared with pidfd_getfd(): the agent then keeps CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH; false = not read, both dropped" },
 };
 
 /* Row words: VM rows use all four; reason rows count and time. A VM's
