@@ -50,7 +50,7 @@ static const struct virt_option kvm_options[NOPTS] = {
 	[OPT_SUB_TOP] = { "subreasons_top", VIRT_OPT_UINT, 1, 4096, "16",
 		"ports, MSRs, CPUID leaves and MMIO addresses per VM and kind with instances of their own (the first seen); later ones count in <vm>/other" },
 	[OPT_VCPU_STATS] = { "vcpu_stats", VIRT_OPT_BOOL, 0, 0, "false",
-		"KVM's own per-vCPU statistics and histograms (virt.kvm.vcpu.kvm_stat, kvm_stat_instant, kvm_hist) from the vCPU statistics fds the VMM keeps (QEMU 8.2 and later), shared with pidfd_getfd(): the agent then keeps CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH; false = not read, both dropped" },
+		"KVM's own per-vCPU statistics and histograms (virt.kvm.vcpu.kvm_stat, kvm_stat_instant, kvm_hist) from the vCPU statistics fds the VMM keeps (newer QEMUs; not QEMU 7.2), shared with pidfd_getfd(): the agent then keeps CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH; false = not read, both dropped" },
 };
 
 /* Row words: VM rows use all four; reason rows count and time. A VM's
@@ -1663,11 +1663,11 @@ static void vstats_log(struct kvm_state *st, const char *what, int err)
 
 /* Is fd name of the VMM's fd directory a vCPU's statistics fd? Its anon
  * inode is "kvm-vcpu-stats" (kvm_vcpu_ioctl_get_stats_fd(),
- * virt/kvm/kvm_main.c; Linux 6.4 and later add ":<vcpu_id>").
+ * virt/kvm/kvm_main.c; newer kernels add ":<vcpu_id>").
  * KVM_GET_STATS_FD itself is no use to another process: kvm_vcpu_ioctl()
  * refuses callers whose mm is not the VM's (-EIO), so the agent can only
- * share the statistics fds the VMM opened (QEMU 8.2 and later keeps one
- * per vCPU: kvm_init_vcpu()). */
+ * share the statistics fds the VMM opened (newer QEMUs keep one per
+ * vCPU: kvm_init_vcpu(); QEMU 7.2 none). */
 static bool vcpu_stats_link(int dirfd, const char *name)
 {
 	static const char want[] = "anon_inode:kvm-vcpu-stats";
@@ -1735,7 +1735,7 @@ static void vstats_open(struct kvm_state *st, struct vm_entry *vm, int dirfd)
 		st->vstats_errno = 0;
 	} else if (st->vstats_errno != -1) {
 		st->vstats_errno = -1;
-		virt_log(LOG_INFO, "kvm: VMM %u holds no vCPU statistics fd (anon_inode:kvm-vcpu-stats: QEMU before 8.2 opens none), so its vCPUs' have no values; logged once",
+		virt_log(LOG_INFO, "kvm: VMM %u holds no vCPU statistics fd (anon_inode:kvm-vcpu-stats: QEMU 7.2 opens none), so its vCPUs' have no values; logged once",
 			 (uint32_t)vm->k.key);
 	}
 }

@@ -1,8 +1,8 @@
 /*
  * keepstats.so - LD_PRELOAD into a VMM that keeps no KVM statistics fd
- * (QEMU before 8.2, e.g. Debian 12's 7.2): after each KVM_CREATE_VCPU it
+ * (e.g. Debian 12's QEMU 7.2): after each KVM_CREATE_VCPU it
  * opens the new vCPU's statistics fd (KVM_GET_STATS_FD) and keeps it, as
- * QEMU 8.2 and later do in kvm_init_vcpu(), so that pmdavirt's per-vCPU
+ * newer QEMUs do in kvm_init_vcpu(), so that pmdavirt's per-vCPU
  * statistics ([kvm] vcpu_stats) can share it. Only the VMM itself can open
  * one: kvm_vcpu_ioctl() refuses a caller whose mm is not the VM's.
  *

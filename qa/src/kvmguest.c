@@ -42,7 +42,7 @@
  *   -w SECS   after the summary, linger SECS seconds before exiting (the
  *             process stays alive, so per-VMM-process metrics can be read)
  *   -S        keep each vCPU's KVM statistics fd (KVM_GET_STATS_FD) open
- *             while the vCPU lives, as QEMU 8.2 and later do
+ *             while the vCPU lives, as newer QEMUs do
  *             (kvm_init_vcpu()), for pmdavirt's per-vCPU statistics
  *   -- ARGS   ignored: run as `bash -c 'exec -a qemu-system-x86_64 kvmguest
  *             "$@"' ... -- -name guest=web01 -uuid U` the process carries a
