@@ -12,6 +12,7 @@
 #include "kvm.h"
 #include "kvm_names.h"
 #include "kvm_books.h"
+#include "kvm_vstats.h"
 #include "kvm.skel.h"
 #include "vmid.h"
 
@@ -19,17 +20,19 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/kvm.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
 enum kvm_opt { OPT_LATENCY, OPT_MAX_VCPUS, OPT_MAX_VMS, OPT_MAX_HCALLS, OPT_SCHED, OPT_SUBREASONS,
-	       OPT_SUB_TOP, NOPTS };
+	       OPT_SUB_TOP, OPT_VCPU_STATS, NOPTS };
 
 static const struct virt_option kvm_options[NOPTS] = {
 	[OPT_LATENCY] = { "latency", VIRT_OPT_BOOL, 0, 0, "true",
@@ -46,6 +49,8 @@ static const struct virt_option kvm_options[NOPTS] = {
 		"what exits are about, per VM: port I/O by port, MSR accesses by MSR, CPUID by leaf, MMIO by address (virt.kvm.pio, msr, cpuid, mmio); false = not traced, the exit path unchanged" },
 	[OPT_SUB_TOP] = { "subreasons_top", VIRT_OPT_UINT, 1, 4096, "16",
 		"ports, MSRs, CPUID leaves and MMIO addresses per VM and kind with instances of their own (the first seen); later ones count in <vm>/other" },
+	[OPT_VCPU_STATS] = { "vcpu_stats", VIRT_OPT_BOOL, 0, 0, "false",
+		"KVM's own per-vCPU statistics and histograms (virt.kvm.vcpu.kvm_stat, kvm_stat_instant, kvm_hist) from the vCPU statistics fds the VMM keeps (newer QEMUs; not QEMU 7.2), shared with pidfd_getfd(): the agent then keeps CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH; false = not read, both dropped" },
 };
 
 /* Row words: VM rows use all four; reason rows count and time. A VM's
@@ -105,6 +110,19 @@ struct vm_entry {
 	char books_dir[24];		/* the last: "<pid>-<fd>" */
 	uint64_t kvm_exits, kvm_exits_pre, kvm_exits0, our_exits0;
 	uint64_t unseen;		/* int64_t, as PM_TYPE_64 reads it */
+	/* KVM's per-vCPU statistics fds of the VMM's vCPUs (vcpu_stats) */
+	struct vcpu_stats_fd *vsfd;
+	unsigned int nvsfd;
+	int vs_err;			/* acquiring them failed: not tried again */
+};
+
+/* A vCPU's statistics fd, a duplicate of the VMM's fd vmm_fd
+ * ("anon_inode:kvm-vcpu-stats"); its descriptors, and a data buffer. */
+struct vcpu_stats_fd {
+	int fd, vmm_fd;
+	uint32_t id;
+	struct kvm_vstats s;
+	uint64_t *data;
 };
 
 
@@ -174,13 +192,13 @@ struct book_entry {
 	uint64_t value;
 	bool seen;			/* read in this refresh */
 	bool counter, instant;		/* which metric has its value */
+	uint64_t hist[VIRT_HIST_BUCKETS];	/* a histogram's (vcpu_hists) */
 };
 
 /* Files found to be no statistic, never opened again (x86's
  * mmu_rmaps_stat walks the VM's rmaps under its MMU lock to print). */
 #define BOOKS_BAD_MAX 32
 struct books_bad {
-	int vcpu_level;			/* in vcpu<N>/ */
 	char name[KVM_BOOK_NAME_MAX];
 };
 
@@ -221,10 +239,12 @@ struct kvm_state {
 	struct kvm_sub_stats *sub_vals;
 	uint32_t sub_max;
 	uint64_t subs_gen;		/* reads of "subs" */
-	struct virt_table books, vcpu_books;	/* of struct book_entry */
+	struct virt_table books, vcpu_books, vcpu_hists;	/* of struct book_entry */
 	struct books_bad bad[BOOKS_BAD_MAX];
 	unsigned int nbad;
 	int books_errno;		/* of the last failed open of the root, logged */
+	bool vstats_on;			/* vcpu_stats */
+	int vstats_errno;		/* why per-vCPU statistics failed, logged */
 	struct virt_bulk bulk;		/* bulk-read buffers, sized for the largest map */
 };
 
@@ -470,6 +490,8 @@ static void rebase_keyed(struct virt_table *t)
 }
 
 static void vcpus_forget(struct kvm_state *st, uint32_t max_vms);
+static void vstats_close(struct vm_entry *vm);
+static void vstats_close_all(struct kvm_state *st);
 
 /* The map goes: what it counted stays in each row's gone. */
 static void subs_forget(struct kvm_state *st)
@@ -496,6 +518,7 @@ static void kvm_detach(struct virt_family *fam)
 		return;
 	vcpus_forget(st, (uint32_t)fam->opts[OPT_MAX_VMS].u);
 	subs_forget(st);
+	vstats_close_all(st);
 	st->vgone_valid = false;
 	unmap_arrays(st);
 	virt_skel_destroy((struct virt_skel *)st->skel);
@@ -526,7 +549,8 @@ static int kvm_attach(struct virt_family *fam)
 		st->vcpu_rows = VIRT_TABLE_OF(struct vcpu_entry);
 		for (unsigned int k = 0; k < KVM_SUB_KINDS; k++)
 			st->subs[k] = VIRT_TABLE_OF(struct sub_entry);
-		st->books = st->vcpu_books = VIRT_TABLE_OF(struct book_entry);
+		st->books = st->vcpu_books = st->vcpu_hists = VIRT_TABLE_OF(struct book_entry);
+		st->vstats_on = fam->opts[OPT_VCPU_STATS].b;
 		init_rows(st);
 	}
 	if (!(st->skel = (struct kvm_bpf *)virt_attach_skel(fam, &kvm_ops)))
@@ -689,7 +713,7 @@ static void vcpu_rows_remove(struct kvm_state *st, const struct vm_entry *vm)
 /* The VM's row goes: its rows of KVM's own values too. */
 static void books_remove(struct kvm_state *st, const struct vm_entry *vm)
 {
-	struct virt_table *tables[] = { &st->books, &st->vcpu_books };
+	struct virt_table *tables[] = { &st->books, &st->vcpu_books, &st->vcpu_hists };
 
 	for (size_t t = 0; t < VIRT_ARRAY_SIZE(tables); t++)
 		for (size_t i = 0; i < tables[t]->n;) {
@@ -959,11 +983,14 @@ static void retire_exited(struct kvm_state *st)
 		if (vm->retired || vm->k.row.live) {
 			i++;
 		} else if (!vm->named || st->nretired >= VIRT_KEEP_EXITED) {
+			vstats_close(vm);
 			vcpu_rows_remove(st, vm);
 			books_remove(st, vm);
 			vm_rows_retire(vm, virt_row_release);
 			virt_table_remove(&st->vms, vm);	/* the last entry takes its place */
 		} else {
+			vstats_close(vm);
+			vm->vs_err = 0;
 			virt_row_retire(&vm->k.row);
 			vm_rows_retire(vm, virt_row_retire);
 			vm->retired = true;
@@ -1360,60 +1387,77 @@ struct books_ctx {
 	const char *dir;		/* "<pid>-<fd>" */
 };
 
-static bool book_skip(int vcpu, const char *name, void *arg)
+static bool book_skip(const char *name, void *arg)
 {
 	const struct kvm_state *st = ((struct books_ctx *)arg)->st;
 
 	for (unsigned int i = 0; i < st->nbad; i++)
-		if (st->bad[i].vcpu_level == (vcpu >= 0) &&
-		    strncmp(st->bad[i].name, name, sizeof(st->bad[i].name) - 1) == 0)
+		if (strncmp(st->bad[i].name, name, sizeof(st->bad[i].name) - 1) == 0)
 			return true;	/* a name too long matches as far as it was kept */
 	return false;
 }
 
 /* A file that is no number is logged and never opened again; one that
  * could not be read (its VM going away) is skipped in this refresh. */
-static void book_bad(int vcpu, const char *name, const char *relpath, int err, void *arg)
+static void book_bad(const char *name, int err, void *arg)
 {
 	struct books_ctx *c = arg;
 	struct kvm_state *st = c->st;
 
 	if ((err != -EINVAL && err != -ENAMETOOLONG) || st->nbad >= BOOKS_BAD_MAX)
 		return;
-	st->bad[st->nbad].vcpu_level = vcpu >= 0;
 	snprintf(st->bad[st->nbad].name, sizeof(st->bad[0].name), "%s", name);
 	st->nbad++;
-	virt_log(LOG_INFO, "kvm: %s/%s/%s is no statistic (%s), skipped from now on",
-		 KVM_BOOKS_ROOT, c->dir, relpath, err == -EINVAL ? "not a number" : "name too long");
+	virt_log(LOG_INFO, "kvm: %s/%s/%.*s is no statistic (%s), skipped from now on",
+		 KVM_BOOKS_ROOT, c->dir, 2 * KVM_BOOK_NAME_MAX, name,
+		 err == -EINVAL ? "not a number" : "name too long");
+}
+
+/* The entry of KVM's statistic raw of vm ("<vm>/<stat>") or of its vCPU
+ * vcpu ("<vm>/vcpu<N>/<stat>") in t, made on first sight; NULL when out
+ * of memory. */
+static struct book_entry *book_row(struct virt_table *t, pmInDom indom, pmInDom hindom,
+				   struct vm_entry *vm, int vcpu, const char *raw)
+{
+	char stat[KVM_BOOK_NAME_MAX], name[VIRT_NAME_MAX];
+	struct book_entry *b;
+
+	virt_sanitize(stat, sizeof(stat), raw);
+	if (vcpu < 0)
+		snprintf(name, sizeof(name), "%.*s/%.*s", VMID_NAME_MAX, vm->k.row.name,
+			 KVM_BOOK_NAME_MAX - 1, stat);
+	else
+		snprintf(name, sizeof(name), "%.*s/vcpu%hu/%.*s", VMID_NAME_MAX, vm->k.row.name,
+			 (unsigned short)vcpu, KVM_BOOK_NAME_MAX - 1, stat);
+	if (!(b = virt_table_get_name(t, indom, hindom, name)))
+		return NULL;
+	b->vm = vm;
+	b->vcpu = vcpu;
+	snprintf(b->stat, sizeof(b->stat), "%s", stat);
+	return b;
+}
+
+/* One value of KVM's: the sum over the VM's sources (a VMM with two VMs
+ * has two directories, two vCPUs of one id) read in this refresh. */
+static void book_add(struct book_entry *b, uint64_t value, bool instant)
+{
+	b->value = b->seen ? b->value + value : value;
+	b->seen = true;
+	b->counter = !instant;
+	b->instant = instant;
 }
 
 static void book_stat(const struct kvm_book *k, void *arg)
 {
 	struct books_ctx *c = arg;
 	struct vm_entry *vm = c->vm;
-	char stat[KVM_BOOK_NAME_MAX], name[VIRT_NAME_MAX];
-	struct book_entry *b;
+	struct book_entry *b = book_row(&c->st->books, virt_indom(VIRT_I_KVM_VM_STAT), PM_INDOM_NULL,
+					vm, -1, k->name);
 
-	virt_sanitize(stat, sizeof(stat), k->name);
-	if (k->vcpu < 0)
-		snprintf(name, sizeof(name), "%.*s/%.*s", VMID_NAME_MAX, vm->k.row.name,
-			 KVM_BOOK_NAME_MAX - 1, stat);
-	else
-		snprintf(name, sizeof(name), "%.*s/vcpu%hu/%.*s", VMID_NAME_MAX, vm->k.row.name,
-			 (unsigned short)k->vcpu, KVM_BOOK_NAME_MAX - 1, stat);
-	b = virt_table_get_name(k->vcpu < 0 ? &c->st->books : &c->st->vcpu_books,
-				virt_indom(k->vcpu < 0 ? VIRT_I_KVM_VM_STAT : VIRT_I_KVM_VCPU_STAT),
-				PM_INDOM_NULL, name);
 	if (!b)
 		return;
-	b->vm = vm;
-	b->vcpu = k->vcpu;
-	snprintf(b->stat, sizeof(b->stat), "%s", stat);
-	b->value = b->seen ? b->value + k->value : k->value;
-	b->seen = true;
-	b->counter = !k->instant;
-	b->instant = k->instant;
-	if (k->vcpu < 0 && strcmp(k->name, "exits") == 0) {
+	book_add(b, k->value, k->instant);
+	if (strcmp(k->name, "exits") == 0) {
 		vm->kvm_exits = b->value;
 		vm->books_seen = true;
 		vm->books_dirs++;
@@ -1527,7 +1571,6 @@ static void read_books(struct kvm_state *st)
 	DIR *d = books_root(st, &root);
 
 	books_unsee(&st->books);
-	books_unsee(&st->vcpu_books);
 	for (size_t i = 0; i < st->vms.n; i++) {
 		vm_at(st, i)->books_seen = false;
 		vm_at(st, i)->books_dirs = 0;
@@ -1544,7 +1587,6 @@ static void read_books(struct kvm_state *st)
 		close(root);
 	}
 	books_expose(&st->books);
-	books_expose(&st->vcpu_books);
 	for (size_t i = 0; i < st->vms.n; i++)
 		books_unseen(vm_at(st, i));
 }
@@ -1555,10 +1597,7 @@ static void read_books(struct kvm_state *st)
 static bool books_asked(void)
 {
 	return virt_asked(VIRT_M_KVM_VM_KVM_STAT) || virt_asked(VIRT_M_KVM_VM_KVM_STAT_INSTANT) ||
-	       virt_asked(VIRT_M_KVM_VCPU_KVM_STAT) ||
-	       virt_asked(VIRT_M_KVM_VCPU_KVM_STAT_INSTANT) ||
-	       virt_asked(VIRT_M_KVM_VM_EXITS_UNSEEN) ||
-	       virt_asked_indom(VIRT_I_KVM_VM_STAT) || virt_asked_indom(VIRT_I_KVM_VCPU_STAT);
+	       virt_asked(VIRT_M_KVM_VM_EXITS_UNSEEN) || virt_asked_indom(VIRT_I_KVM_VM_STAT);
 }
 
 /* KVM's exits of each live VM with one debugfs directory, read just
@@ -1574,6 +1613,276 @@ static void books_pre(struct kvm_state *st)
 		vm->pre_ok = vm->k.row.live && vm->books_dirs == 1 &&
 			     kvm_books_value(path, &vm->kvm_exits_pre) == 0;
 	}
+}
+
+/* ------------------------------- KVM's per-vCPU books (stats fds) */
+
+/* The VM's statistics fds closed: each holds a reference on its struct
+ * kvm (kvm_vcpu_ioctl_get_stats_fd() -> kvm_get_kvm()), and so on the
+ * vendor module; a VM whose VMM is gone must not be kept alive. */
+static void vstats_close(struct vm_entry *vm)
+{
+	for (unsigned int i = 0; i < vm->nvsfd; i++) {
+		close(vm->vsfd[i].fd);
+		kvm_vstats_free(&vm->vsfd[i].s);
+		free(vm->vsfd[i].data);
+	}
+	free(vm->vsfd);
+	vm->vsfd = NULL;
+	vm->nvsfd = 0;
+}
+
+static void vstats_close_all(struct kvm_state *st)
+{
+	for (size_t i = 0; i < st->vms.n; i++)
+		vstats_close(vm_at(st, i));
+}
+
+static const char *vstats_hint(int err)
+{
+	switch (err) {
+	case EPERM:
+	case EACCES:
+		return " (ptrace attach rights over the VMM: CAP_SYS_PTRACE, Yama ptrace_scope)";
+	case ENOSYS:
+		return " (pidfd_getfd: Linux 5.6 and later)";
+	default:
+		return "";
+	}
+}
+
+/* Why the per-vCPU statistics failed, logged once per reason. */
+static void vstats_log(struct kvm_state *st, const char *what, int err)
+{
+	if (err == st->vstats_errno)
+		return;
+	st->vstats_errno = err;
+	virt_log(LOG_INFO, "kvm: KVM's per-vCPU statistics unavailable: %s: %s%s", what,
+		 strerror(err), vstats_hint(err));
+}
+
+/* Is fd name of the VMM's fd directory a vCPU's statistics fd? Its anon
+ * inode is "kvm-vcpu-stats" (kvm_vcpu_ioctl_get_stats_fd(),
+ * virt/kvm/kvm_main.c; newer kernels add ":<vcpu_id>").
+ * KVM_GET_STATS_FD itself is no use to another process: kvm_vcpu_ioctl()
+ * refuses callers whose mm is not the VM's (-EIO), so the agent can only
+ * share the statistics fds the VMM opened (newer QEMUs keep one per
+ * vCPU: kvm_init_vcpu(); QEMU 7.2 none). */
+static bool vcpu_stats_link(int dirfd, const char *name)
+{
+	static const char want[] = "anon_inode:kvm-vcpu-stats";
+	char link[sizeof(want) + 8];
+	ssize_t n = readlinkat(dirfd, name, link, sizeof(link) - 1);
+	size_t w = sizeof(want) - 1;
+
+	if (n < (ssize_t)w || memcmp(link, want, w) != 0)
+		return false;
+	link[n] = '\0';
+	return link[w] == '\0' || (link[w] == ':' && strspn(link + w + 1, "0123456789") == (size_t)n - w - 1);
+}
+
+/* Take the VMM's statistics fd vmm_fd into vm->vsfd, its vCPU from its id
+ * string; -errno and what failed. */
+static int vstats_take(struct vm_entry *vm, int pidfd, int vmm_fd, const char **what)
+{
+	struct vcpu_stats_fd *t, v = { .vmm_fd = vmm_fd };
+	int err;
+
+	*what = "pidfd_getfd";
+	if ((v.fd = (int)syscall(SYS_pidfd_getfd, pidfd, vmm_fd, 0)) < 0)
+		return -errno;
+	*what = "reading its descriptors";
+	if ((err = kvm_vstats_load(v.fd, &v.s)) < 0 || (err = v.s.vcpu < 0 ? -EINVAL : 0) < 0 ||
+	    (err = (v.data = calloc(v.s.words ? v.s.words : 1, sizeof(*v.data))) ? 0 : -ENOMEM) < 0 ||
+	    (err = (t = realloc(vm->vsfd, (vm->nvsfd + 1) * sizeof(*t))) ? 0 : -ENOMEM) < 0) {
+		close(v.fd);
+		kvm_vstats_free(&v.s);
+		free(v.data);
+		return err;
+	}
+	v.id = (uint32_t)v.s.vcpu;
+	vm->vsfd = t;
+	vm->vsfd[vm->nvsfd++] = v;
+	return 0;
+}
+
+/* Every vCPU statistics fd of the VM's VMM, shared. A failure leaves the
+ * VM without them (logged, not tried again while the VM lives). */
+static void vstats_open(struct kvm_state *st, struct vm_entry *vm, int dirfd)
+{
+	const char *what = "pidfd_open";
+	int pidfd = (int)syscall(SYS_pidfd_open, (pid_t)vm->k.key, 0);
+	DIR *d = pidfd < 0 ? NULL : fdopendir(dup(dirfd));
+	struct dirent *de;
+	int err = pidfd < 0 ? -errno : 0;
+
+	if (pidfd >= 0 && !d) {
+		err = -errno;
+		what = "listing its fds";
+	}
+	while (!err && d && (de = readdir(d)))
+		if (vcpu_stats_link(dirfd, de->d_name))
+			err = vstats_take(vm, pidfd, atoi(de->d_name), &what);
+	if (d)
+		closedir(d);
+	if (pidfd >= 0)
+		close(pidfd);
+	if (err) {
+		vstats_close(vm);
+		vm->vs_err = -err;
+		vstats_log(st, what, -err);
+	} else if (vm->nvsfd) {
+		st->vstats_errno = 0;
+	} else if (st->vstats_errno != -1) {
+		st->vstats_errno = -1;
+		virt_log(LOG_INFO, "kvm: VMM %u holds no vCPU statistics fd (anon_inode:kvm-vcpu-stats: QEMU 7.2 opens none), so its vCPUs' have no values; logged once",
+			 (uint32_t)vm->k.key);
+	}
+}
+
+/* Are the fds still the VMM's vCPUs' statistics fds (one readlink each)? */
+static bool vstats_current(const struct vm_entry *vm)
+{
+	for (unsigned int i = 0; i < vm->nvsfd; i++) {
+		char path[48];
+
+		snprintf(path, sizeof(path), "/proc/%u/fd/%d", (uint32_t)vm->k.key, vm->vsfd[i].vmm_fd);
+		if (!vcpu_stats_link(AT_FDCWD, path))
+			return false;
+	}
+	return true;
+}
+
+/* Every refresh, asked or not: a VMM that closed a vCPU's statistics fd
+ * (its VM destroyed, the VMM alive) gets the VM's duplicates closed, so
+ * that the struct kvm goes. */
+static void vstats_drop_stale(struct kvm_state *st)
+{
+	for (size_t i = 0; i < st->vms.n; i++) {
+		struct vm_entry *vm = vm_at(st, i);
+
+		if (vm->nvsfd && !vstats_current(vm))
+			vstats_close(vm);
+	}
+}
+
+/* vCPU rows of the VM counted in this refresh (the BPF side saw them). */
+static unsigned int vcpus_seen(const struct kvm_state *st, const struct vm_entry *vm)
+{
+	unsigned int n = 0;
+
+	for (size_t i = 0; i < st->vcpu_rows.n; i++) {
+		const struct vcpu_entry *c = (const struct vcpu_entry *)st->vcpu_rows.v[i];
+
+		n += c->vm == vm && c->seen;
+	}
+	return n;
+}
+
+/* The VM's statistics fds, current: taken again when one of its vCPU fds
+ * changed, or when it has more vCPUs than fds. */
+static void vstats_refresh_fds(struct kvm_state *st, struct vm_entry *vm)
+{
+	char path[32];
+	int dirfd;
+
+	if (vm->vs_err || (vm->nvsfd && vstats_current(vm) && vm->nvsfd >= vcpus_seen(st, vm)))
+		return;
+	vstats_close(vm);
+	snprintf(path, sizeof(path), "/proc/%u/fd", (uint32_t)vm->k.key);
+	if ((dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		if (errno != ENOENT)
+			vstats_log(st, "opening the VMM's /proc/<pid>/fd", errno);
+		return;
+	}
+	vstats_open(st, vm, dirfd);
+	close(dirfd);
+}
+
+/* A histogram's buckets into the agent's log2 buckets (kvm_vstats.h). */
+static void vstats_hist(struct book_entry *b, const uint64_t *w, unsigned int size)
+{
+	if (!b->seen)
+		memset(b->hist, 0, sizeof(b->hist));
+	for (unsigned int k = 0; k < size; k++) {
+		unsigned int slot = kvm_vstat_log2_slot(k);
+
+		b->hist[slot < VIRT_HIST_BUCKETS ? slot : VIRT_HIST_BUCKETS - 1] += w[k];
+	}
+	b->seen = true;
+}
+
+/* One vCPU's statistics: one pread, then each into its row. */
+static void vstats_read_one(struct kvm_state *st, struct vm_entry *vm, struct vcpu_stats_fd *v)
+{
+	if (kvm_vstats_read(v->fd, &v->s, v->data) < 0)
+		return;
+	for (unsigned int i = 0; i < v->s.n; i++) {
+		const struct kvm_vstat_desc *d = &v->s.d[i];
+		const uint64_t *w = &v->data[d->offset / 8];
+		struct book_entry *b;
+
+		if (d->kind == KVM_VSTAT_LOG_HIST &&
+		    (b = book_row(&st->vcpu_hists, PM_INDOM_NULL,
+				  virt_indom(VIRT_I_KVM_VCPU_STAT_HIST), vm, (int)v->id, d->name)))
+			vstats_hist(b, w, d->size);
+		else if ((d->kind == KVM_VSTAT_COUNTER || d->kind == KVM_VSTAT_INSTANT) &&
+			 (b = book_row(&st->vcpu_books, virt_indom(VIRT_I_KVM_VCPU_STAT),
+				       PM_INDOM_NULL, vm, (int)v->id, d->name)))
+			book_add(b, w[0], d->kind == KVM_VSTAT_INSTANT);
+	}
+}
+
+/* A histogram row has its bucket instances while its vCPU is read. */
+static void vstats_expose_hists(struct virt_table *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		struct book_entry *b = (struct book_entry *)t->v[i];
+
+		virt_row_set(&b->k.row, NULL, 0, b->hist);
+		if (b->seen)
+			virt_row_expose(&b->k.row, false);
+		else
+			virt_row_retire(&b->k.row);
+	}
+}
+
+/* Each live VM's vCPUs' statistics fds, one pread each. */
+static void read_vstats(struct kvm_state *st)
+{
+	books_unsee(&st->vcpu_books);
+	books_unsee(&st->vcpu_hists);
+	for (size_t i = 0; i < st->vms.n; i++) {
+		struct vm_entry *vm = vm_at(st, i);
+
+		if (!vm->k.row.live)
+			continue;
+		vstats_refresh_fds(st, vm);
+		for (unsigned int k = 0; k < vm->nvsfd; k++)
+			vstats_read_one(st, vm, &vm->vsfd[k]);
+	}
+	books_expose(&st->vcpu_books);
+	vstats_expose_hists(&st->vcpu_hists);
+}
+
+/* Read only for a fetch that names their metrics or an instance request
+ * for their domains. */
+static bool vstats_asked(void)
+{
+	return virt_asked(VIRT_M_KVM_VCPU_KVM_STAT) ||
+	       virt_asked(VIRT_M_KVM_VCPU_KVM_STAT_INSTANT) || virt_asked(VIRT_M_KVM_VCPU_KVM_HIST) ||
+	       virt_asked_indom(VIRT_I_KVM_VCPU_STAT) || virt_asked_indom(VIRT_I_KVM_VCPU_STAT_HIST);
+}
+
+/* vcpu_stats = true: pidfd_getfd() needs ptrace attach rights over the VMM
+ * (PTRACE_MODE_ATTACH_REALCREDS: __ptrace_may_access(), a VMM with more
+ * capabilities than the agent kept needs CAP_SYS_PTRACE), and listing
+ * /proc/<pid>/fd of another user's VMM (proc_fd_permission()) needs
+ * CAP_DAC_READ_SEARCH. */
+static uint64_t kvm_caps(const struct virt_family *fam)
+{
+	return fam->opts && fam->opts[OPT_VCPU_STATS].b ?
+		       (1ull << CAP_SYS_PTRACE) | (1ull << CAP_DAC_READ_SEARCH) : 0;
 }
 
 static int kvm_refresh(struct virt_family *fam)
@@ -1597,6 +1906,10 @@ static int kvm_refresh(struct virt_family *fam)
 	set_subs(st);
 	if (books)
 		read_books(st);
+	if (st->vstats_on && vstats_asked())
+		read_vstats(st);
+	else if (st->vstats_on)
+		vstats_drop_stale(st);
 	fam->dropped = virt_percpu_counters_total(bpf_map__fd(skel->maps.drops), &st->bulk,
 						  KVM_DROPS) + st->vm_drops;
 	return err ? -EIO : 0;
@@ -1664,6 +1977,7 @@ static const struct virt_answer kvm_answers[VIRT_NMETRICS] = {
 	BOOK(VM_KVM_STAT_INSTANT, KVM_VM_STAT, instant),
 	BOOK(VCPU_KVM_STAT, KVM_VCPU_STAT, counter),
 	BOOK(VCPU_KVM_STAT_INSTANT, KVM_VCPU_STAT, instant),
+	[VIRT_M_KVM_VCPU_KVM_HIST] = VIRT_ANSWER_BUCKET(KVM_VCPU_STAT_HIST),
 	[VIRT_M_KVM_EXIT_REASON] = VIRT_ANSWER_NAME(KVM_REASON),
 	[VIRT_M_KVM_HCALL_NUMBER] = VIRT_ANSWER_NAME(KVM_HCALL),
 	[VIRT_M_KVM_UEXIT_REASON] = VIRT_ANSWER_NAME(KVM_UEXIT),
@@ -1757,4 +2071,5 @@ const struct virt_module virt_module = {
 	.refresh = kvm_refresh,
 	.answers = kvm_answers,
 	.labels = kvm_labels,
+	.caps = kvm_caps,
 };

@@ -5,9 +5,11 @@
  * statistic (the sum over the VM's vCPUs: kvm_get_stat_per_vcpu()), each
  * printing "%llu\n"; kvm_stats_debugfs_mode() makes instant statistics
  * 0444 and cumulative and peak ones 0644 (writing 0 clears them). The
- * arch adds files of other formats (x86: mmu_rmaps_stat, a table).
- * kvm_create_vcpu_debugfs() makes vcpu<N>/ with "pid" and the arch's
- * per-vCPU state (x86: guest_mode, tsc-offset, ...), all 0444.
+ * arch adds files of other formats (x86: mmu_rmaps_stat, a table). A
+ * histogram's file (*_hist) prints its bucket 0 only. The vcpu<N>/
+ * subdirectories (kvm_create_vcpu_debugfs(): the vCPU's thread and the
+ * arch's state) are not read: per-vCPU statistics come from the vCPU's
+ * stats fd (pmda/kvm_vstats.c).
  */
 #include "kvm_books.h"
 
@@ -72,58 +74,41 @@ static int read_value(int dirfd, const char *name, uint64_t *v)
 	return 0;
 }
 
-static void read_file(int dirfd, int vcpu, const char *name, const struct stat *sb,
+/* A histogram's file: its bucket 0 (kvm_stat_data_get() reads the
+ * statistic's first u64), no count of anything. */
+static bool is_hist(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n > 5 && strcmp(name + n - 5, "_hist") == 0;
+}
+
+static void read_file(int dirfd, const char *name, const struct stat *sb,
 		      const struct kvm_books_ops *ops, void *arg)
 {
-	struct kvm_book b = { .vcpu = vcpu, .name = name, .instant = !(sb->st_mode & 0222) };
-	char rel[2 * KVM_BOOK_NAME_MAX + 16];
+	struct kvm_book b = { .name = name, .instant = !(sb->st_mode & 0222) };
 	int err = -ENAMETOOLONG;
 
-	if (ops->skip && ops->skip(vcpu, name, arg))
+	if (is_hist(name) || (ops->skip && ops->skip(name, arg)))
 		return;
 	if (strlen(name) < KVM_BOOK_NAME_MAX && !(err = read_value(dirfd, name, &b.value))) {
 		ops->stat(&b, arg);
 		return;
 	}
-	if (vcpu < 0)
-		snprintf(rel, sizeof(rel), "%.*s", 2 * KVM_BOOK_NAME_MAX, name);
-	else
-		snprintf(rel, sizeof(rel), "vcpu%d/%.*s", vcpu, 2 * KVM_BOOK_NAME_MAX, name);
-	ops->bad(vcpu, name, rel, err, arg);
+	ops->bad(name, err, arg);
 }
 
-/* vcpu<N>: N, else -1 */
-static int vcpu_dir_id(const char *name)
-{
-	char *end;
-	long id;
-
-	if (strncmp(name, "vcpu", 4) != 0 || name[4] < '0' || name[4] > '9')
-		return -1;
-	id = strtol(name + 4, &end, 10);
-	return *end || id > 65535 ? -1 : (int)id;
-}
-
-static int read_dir(int dirfd, int vcpu, const struct kvm_books_ops *ops, void *arg);
-
-static void read_entry(int dirfd, int vcpu, const char *name, const struct kvm_books_ops *ops,
-		       void *arg)
+static void read_entry(int dirfd, const char *name, const struct kvm_books_ops *ops, void *arg)
 {
 	struct stat sb;
-	int id, sub;
 
-	if (name[0] == '.' || fstatat(dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
-		return;
-	if (S_ISREG(sb.st_mode)) {
-		read_file(dirfd, vcpu, name, &sb, ops, arg);
-	} else if (S_ISDIR(sb.st_mode) && vcpu < 0 && (id = vcpu_dir_id(name)) >= 0 &&
-		   (sub = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-		read_dir(sub, id, ops, arg);	/* closes sub */
-	}
+	if (name[0] != '.' && fstatat(dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(sb.st_mode))
+		read_file(dirfd, name, &sb, ops, arg);
 }
 
 /* Reads the directory and closes dirfd. */
-static int read_dir(int dirfd, int vcpu, const struct kvm_books_ops *ops, void *arg)
+static int read_dir(int dirfd, const struct kvm_books_ops *ops, void *arg)
 {
 	DIR *d = fdopendir(dirfd);
 	struct dirent *de;
@@ -135,7 +120,7 @@ static int read_dir(int dirfd, int vcpu, const struct kvm_books_ops *ops, void *
 		return -err;
 	}
 	while ((de = readdir(d)))
-		read_entry(dirfd, vcpu, de->d_name, ops, arg);
+		read_entry(dirfd, de->d_name, ops, arg);
 	closedir(d);
 	return 0;
 }
@@ -151,5 +136,5 @@ int kvm_books_read(int rootfd, const char *dir, const struct kvm_books_ops *ops,
 
 	if (fd < 0)
 		return -errno;
-	return read_dir(fd, -1, ops, arg);
+	return read_dir(fd, ops, arg);
 }

@@ -10,9 +10,8 @@
 /* bytes of a statistic name with its NUL: KVM_STATS_NAME_SIZE */
 #define KVM_BOOK_NAME_MAX 48
 
-/* One statistic file: the VM's own (vcpu -1) or in its vcpu<N>/ (N < 65536). */
+/* One statistic file of a VM directory. */
 struct kvm_book {
-	int vcpu;
 	const char *name;
 	uint64_t value;
 	bool instant;		/* read-only file: KVM_STATS_TYPE_INSTANT */
@@ -20,17 +19,17 @@ struct kvm_book {
 
 struct kvm_books_ops {
 	/* a file not to open (one found bad before); may be NULL */
-	bool (*skip)(int vcpu, const char *name, void *arg);
+	bool (*skip)(const char *name, void *arg);
 	void (*stat)(const struct kvm_book *b, void *arg);
 	/* a file that is no number (err -EINVAL: e.g. x86's mmu_rmaps_stat
 	 * table; -ENAMETOOLONG: a name of KVM_BOOK_NAME_MAX or more) or could
-	 * not be read (-errno); relpath: its path in the VM directory */
-	void (*bad)(int vcpu, const char *name, const char *relpath, int err, void *arg);
+	 * not be read (-errno) */
+	void (*bad)(const char *name, int err, void *arg);
 };
 
-/* Every file of the VM directory dir (below rootfd) and of its vcpu<N>/
- * subdirectories, one readdir each. 0, or -errno when the directory
- * cannot be read (the VM went away meanwhile). */
+/* Every file of the VM directory dir (below rootfd) but histograms'
+ * (*_hist: their bucket 0 only), one readdir. 0, or -errno when the
+ * directory cannot be read (the VM went away meanwhile). */
 int kvm_books_read(int rootfd, const char *dir, const struct kvm_books_ops *ops, void *arg);
 
 /* One file's value: 0, -EINVAL when it is no number, or -errno. */

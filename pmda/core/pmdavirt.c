@@ -99,18 +99,40 @@ static void main_loop(pmdaInterface *dispatch)
 	}
 }
 
+/* What the enabled families' configurations need kept (virt_module.caps),
+ * the families named in who. */
+static uint64_t module_caps(char *who, size_t len)
+{
+	uint64_t m = 0;
+
+	who[0] = '\0';
+	for (int f = 1; f < VIRT_NFAMILIES; f++) {
+		const struct virt_family *fam = &virt_families[f];
+		uint64_t c;
+
+		if (!fam->mod || !fam->mod->caps || fam->state == VIRT_DISABLED ||
+		    !(c = fam->mod->caps(fam)))
+			continue;
+		m |= c;
+		snprintf(who + strlen(who), len - strlen(who), " + 0x%llx for %s",
+			 (unsigned long long)c, fam->name);
+	}
+	return m;
+}
+
 /* Before the first attach, so every attach (also hot attach later) runs
  * with what the agent keeps; a failure is logged, not fatal. */
 static void drop_privileges(void)
 {
-	char why[256];
+	char why[256], who[128];
+	uint64_t extra = module_caps(who, sizeof(who));
 
-	if (virt_drop_privileges(why, sizeof(why)) < 0)
+	if (virt_drop_privileges(extra, why, sizeof(why)) < 0)
 		pmNotifyErr(LOG_WARNING, "privileges: could not drop capabilities (%s); running with all of them",
 			    why);
 	else
-		pmNotifyErr(LOG_INFO, "privileges: kept capabilities 0x%llx (bpf, perfmon, sys_admin, syslog, sys_resource), no_new_privs",
-			    (unsigned long long)virt_privs_keep_mask());
+		pmNotifyErr(LOG_INFO, "privileges: kept capabilities 0x%llx (bpf, perfmon, sys_admin, syslog, sys_resource%s), no_new_privs",
+			    (unsigned long long)virt_privs_keep_mask(extra), who);
 }
 
 /* pmdavirt -A: attach (and keep polling, so hot attach works), no PCP. */

@@ -28,13 +28,15 @@
  *   CAP_SYSLOG             real addresses in /proc/kallsyms (vhost handler
  *                          names; kallsyms_show_value())
  *   CAP_SYS_RESOURCE       RLIMIT_MEMLOCK for BPF maps on kernels without
- *                          memcg accounting of BPF memory (before 5.11) */
+ *                          memcg accounting of BPF memory (before 5.11)
+ * and what an enabled module's configuration asks for (virt_module.caps:
+ * [kvm] vcpu_stats = true keeps CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH). */
 static const int keep[] = { CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN, CAP_SYSLOG,
 			    CAP_SYS_RESOURCE };
 
-uint64_t virt_privs_keep_mask(void)
+uint64_t virt_privs_keep_mask(uint64_t extra)
 {
-	uint64_t m = 0;
+	uint64_t m = extra;
 
 	for (size_t i = 0; i < VIRT_ARRAY_SIZE(keep); i++)
 		m |= 1ull << keep[i];
@@ -54,11 +56,11 @@ static int last_cap(void)
 	return n < 63 ? n : 63;
 }
 
-int virt_drop_privileges(char *why, size_t len)
+int virt_drop_privileges(uint64_t extra, char *why, size_t len)
 {
 	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct data[2];
-	uint64_t m = virt_privs_keep_mask();
+	uint64_t m = virt_privs_keep_mask(extra);
 	int top = last_cap();
 
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {

@@ -138,6 +138,10 @@ struct virt_module {
 	 * virt_label_vm(): 0 or -errno. NULL: the family has none. */
 	int (*labels)(struct virt_family *fam, enum virt_indom_id indom,
 		      unsigned int inst, pmLabelSet **lp);
+	/* Capabilities (bit 1 << CAP_*) the module needs beyond the agent's
+	 * set with its configuration (fam->opts), asked once before the agent
+	 * drops the others. NULL: none. */
+	uint64_t (*caps)(const struct virt_family *fam);
 };
 
 /*

@@ -7,7 +7,7 @@
  *
  * Usage:  kvmguest [-o N] [-i N] [-c N] [-l LEAF] [-R N] [-W N] [-m MSR] [-x VALUE]
  *                  [-M N] [-G N] [-h N] [-n NR | -N] [-d USEC] [-v N] [-r R]
- *                  [-p PORT] [-V amd|intel] [-q] [-P SECS] [-w SECS] [-- ARGS]
+ *                  [-p PORT] [-V amd|intel] [-q] [-P SECS] [-w SECS] [-S] [-- ARGS]
  *   -o N      N `out PORT, al` instructions per vCPU (default 0)
  *   -i N      N `in al, PORT` instructions per vCPU, after the outs
  *             (default 0); this VMM answers each with 0
@@ -43,6 +43,9 @@
  *             its counters
  *   -w SECS   after the summary, linger SECS seconds before exiting (the
  *             process stays alive, so per-VMM-process metrics can be read)
+ *   -S        keep each vCPU's KVM statistics fd (KVM_GET_STATS_FD) open
+ *             while the vCPU lives, as newer QEMUs do
+ *             (kvm_init_vcpu()), for pmdavirt's per-vCPU statistics
  *   -- ARGS   ignored: run as `bash -c 'exec -a qemu-system-x86_64 kvmguest
  *             "$@"' ... -- -name guest=web01 -uuid U` the process carries a
  *             QEMU's VM identity (argv[0] and -name/-uuid, pmda/core/vmid.c)
@@ -157,13 +160,14 @@ static int hc_spread;			/* -N: hypercall number = loop counter */
 static unsigned long n_vcpus = 1, repeats = 1, port = 0x10;
 static int quiet, intel;
 static unsigned long linger, pause_s;
+static int keep_stats;			/* -S */
 
 static int kvm_fd = -1;
 static size_t run_size;
 static size_t hlt_off;	/* offset of the hlt in the program */
 
 struct vcpu {
-	int fd;
+	int fd, stats_fd;
 	unsigned id;
 	struct kvm_run *run;
 	pthread_t thread;
@@ -342,6 +346,9 @@ static void vcpu_setup(int vm, struct vcpu *v)
 	v->fd = ioctl(vm, KVM_CREATE_VCPU, (unsigned long)v->id);
 	if (v->fd < 0)
 		die("KVM_CREATE_VCPU %u", v->id);
+	v->stats_fd = keep_stats ? ioctl(v->fd, KVM_GET_STATS_FD, NULL) : -1;
+	if (keep_stats && v->stats_fd < 0)
+		die("KVM_GET_STATS_FD %u", v->id);
 	v->run = mmap(NULL, run_size, PROT_READ | PROT_WRITE, MAP_SHARED,
 		      v->fd, 0);
 	if (v->run == MAP_FAILED)
@@ -535,6 +542,8 @@ static void one_vm(struct totals *t)
 		if (v->end_ns > tend)
 			tend = v->end_ns;
 		munmap(v->run, run_size);
+		if (v->stats_fd >= 0)
+			close(v->stats_fd);
 		close(v->fd);
 	}
 	if (tend > t0)
@@ -564,7 +573,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: kvmguest [-o N] [-i N] [-c N] [-l LEAF] [-R N] [-W N] [-m MSR] [-x VALUE] "
 		"[-M N] [-G N] [-h N] [-n NR | -N] [-d USEC] [-v N] [-r R] [-p PORT] [-V amd|intel] "
-		"[-q] [-P SECS] [-w SECS] [-- ARGS]\n");
+		"[-q] [-P SECS] [-w SECS] [-S] [-- ARGS]\n");
 	exit(1);
 }
 
@@ -577,7 +586,7 @@ int main(int argc, char **argv)
 	uint64_t t0, t1;
 	int opt, mmap_size;
 
-	while ((opt = getopt(argc, argv, "o:i:c:l:R:W:m:x:M:G:h:n:Nd:v:r:p:V:qP:w:")) != -1) {
+	while ((opt = getopt(argc, argv, "o:i:c:l:R:W:m:x:M:G:h:n:Nd:v:r:p:V:qP:w:S")) != -1) {
 		switch (opt) {
 		case 'o': n_out = num(optarg, 'o', 0x7fffffff); break;
 		case 'i': n_in = num(optarg, 'i', 0x7fffffff); break;
@@ -598,6 +607,7 @@ int main(int argc, char **argv)
 		case 'p': port = num(optarg, 'p', 0xff); break;
 		case 'V': force = optarg; break;
 		case 'q': quiet = 1; break;
+		case 'S': keep_stats = 1; break;
 		case 'P':
 			pause_s = num(optarg, 'P', 3600);
 			signal(SIGUSR1, on_usr1);	/* ends a pause: sleep() returns */

@@ -1,8 +1,8 @@
 /* KVM's debugfs statistics reader (pmda/kvm_books.c) on a tree laid out as
  * Linux 6.1 lays out /sys/kernel/debug/kvm/<pid>-<fd>/ (files as qa 117's
  * VM showed them): counters 0644, instant values 0444, x86's
- * mmu_rmaps_stat (empty with TDP), vcpu<N>/ with read-only state, a
- * signed tsc-offset. */
+ * mmu_rmaps_stat (empty with TDP), a histogram's file (its bucket 0: not
+ * read), vcpu<N>/ with read-only state (not read). */
 #include "kvm_books.h"
 #include "unit.h"
 
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 struct seen {
-	char got[1024];		/* "vcpu:name=value:i|c;" in readdir order */
+	char got[1024];		/* "name=value:i|c;" in readdir order */
 	char bad[256];
 	int nstat, nbad;
 	bool skip_rmaps;
@@ -35,11 +35,11 @@ static void put(const char *dir, const char *name, const char *text, mode_t mode
 	chmod(path, mode);
 }
 
-static bool skip(int vcpu, const char *name, void *arg)
+static bool skip(const char *name, void *arg)
 {
 	const struct seen *s = arg;
 
-	return vcpu < 0 && s->skip_rmaps && strcmp(name, "mmu_rmaps_stat") == 0;
+	return s->skip_rmaps && strcmp(name, "mmu_rmaps_stat") == 0;
 }
 
 static void stat_cb(const struct kvm_book *b, void *arg)
@@ -47,19 +47,18 @@ static void stat_cb(const struct kvm_book *b, void *arg)
 	struct seen *s = arg;
 	char one[128];
 
-	snprintf(one, sizeof(one), "%d:%s=%lld:%c;", b->vcpu, b->name, (long long)b->value,
+	snprintf(one, sizeof(one), "%s=%lld:%c;", b->name, (long long)b->value,
 		 b->instant ? 'i' : 'c');
 	strncat(s->got, one, sizeof(s->got) - strlen(s->got) - 1);
 	s->nstat++;
 }
 
-static void bad_cb(int vcpu, const char *name, const char *rel, int err, void *arg)
+static void bad_cb(const char *name, int err, void *arg)
 {
 	struct seen *s = arg;
 	char one[128];
 
-	(void)vcpu, (void)name;
-	snprintf(one, sizeof(one), "%s:%d;", rel, err);
+	snprintf(one, sizeof(one), "%s:%d;", name, err);
 	strncat(s->bad, one, sizeof(s->bad) - strlen(s->bad) - 1);
 	s->nbad++;
 }
@@ -100,6 +99,7 @@ int main(void)
 	put(dir, "junk", "12 34\n", 0644);
 	put(dir, "huge", "18446744073709551615\n", 0644);
 	put(dir, "toolarge", "18446744073709551616\n", 0644);
+	put(dir, "halt_poll_success_hist", "5\n", 0444);
 	put(vcpu, "pid", "139\n", 0444);
 	put(vcpu, "tsc-offset", "-45525224216\n", 0444);
 	snprintf(other, sizeof(other), "%s/x", dir);
@@ -108,13 +108,12 @@ int main(void)
 
 	memset(&s, 0, sizeof(s));
 	CHECK(kvm_books_read(rootfd, "139-4", &ops, &s) == 0);
-	CHECK(s.nstat == 6);
-	CHECK(has(s.got, "-1:exits=1002:c;"));
-	CHECK(has(s.got, "-1:max_mmu_rmap_size=0:c;"));
-	CHECK(has(s.got, "-1:pages_4k=3:i;"));
-	CHECK(has(s.got, "-1:huge=-1:c;"));	/* 2^64 - 1, printed signed */
-	CHECK(has(s.got, "0:pid=139:i;"));
-	CHECK(has(s.got, "0:tsc-offset=-45525224216:i;"));
+	CHECK(s.nstat == 4);
+	CHECK(has(s.got, "exits=1002:c;"));
+	CHECK(has(s.got, "max_mmu_rmap_size=0:c;"));
+	CHECK(has(s.got, "pages_4k=3:i;"));
+	CHECK(has(s.got, "huge=-1:c;"));	/* 2^64 - 1, printed signed */
+	CHECK(!has(s.got, "hist") && !has(s.got, "pid") && !has(s.got, "tsc"));
 	CHECK(s.nbad == 3);
 	CHECK(has(s.bad, "mmu_rmaps_stat:-22;"));
 	CHECK(has(s.bad, "junk:-22;"));
