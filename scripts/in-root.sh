@@ -31,6 +31,7 @@ if [ "${1:-}" = --inside ]; then
 	mkdir -p "$r/run/host-proc" && mount --bind /proc "$r/run/host-proc"
 	# git in the root: the tree is another user's for its safe.directory
 	printf '[safe]\n\tdirectory = *\n' >> "$r/etc/gitconfig"
+	# shellcheck disable=SC2016
 	root_exec "$r" /bin/sh -c 'cd "$1" && shift && exec env VIRT_HOST_PROC=/run/host-proc "$@"' in-root "$cwd" "$@"
 	exit
 fi

@@ -1,4 +1,5 @@
 # Shared by scripts/try-root.sh and scripts/in-root.sh (sourced; POSIX sh):
+# shellcheck shell=sh
 # a Debian root run in namespaces of its own (network, mount, PID: made by
 # the caller with unshare), with the kernel's file systems and a private
 # /run and /tmp.
