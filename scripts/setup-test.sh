@@ -3,7 +3,8 @@
 # fuzzing, the test VM (QEMU, busybox, the test kernels), Bochs for
 # check-vmx, the workloads and tools the QA tests drive, libvirt for tests
 # that define a domain inside the test VM (libvirtd is not started here),
-# mmdebstrap and socat for scripts/try-root.sh, build-essential, debhelper
+# mmdebstrap and socat for scripts/try-root.sh (mmdebstrap also for
+# scripts/trixie-root.sh, make check-trixie's root), build-essential, debhelper
 # and lintian for make deb and make lintian (qa 409). Idempotent. Needs
 # root.
 #

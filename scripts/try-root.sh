@@ -24,6 +24,7 @@ usage() { echo "usage: $prog [--setup-test|--deb] bookworm|trixie" >&2; exit 2; 
 roots=${PMDAVIRT_ROOTS:-/var/cache/pmdavirt/roots}
 top=$(cd "$(dirname "$0")/.." && pwd)
 self=$top/scripts/try-root.sh
+. "$top/scripts/root-lib.sh"
 
 # the apt hosts of the root's sources, one a line
 apt_hosts()
@@ -146,18 +147,9 @@ inside()
 		n=$((n + 1))
 		socat TCP-LISTEN:80,bind=127.0.0.$n,reuseaddr,fork UNIX-CONNECT:"$work/relay.$h" &
 	done
-	mount -t proc proc "$root/proc"
-	mount -t sysfs sys "$root/sys"
-	mount -t tracefs tracefs "$root/sys/kernel/tracing" 2>/dev/null || true
-	mount -t debugfs debugfs "$root/sys/kernel/debug" 2>/dev/null || true
-	mount -t bpf bpf "$root/sys/fs/bpf" 2>/dev/null || true
-	mount --rbind /dev "$root/dev"
-	mount -t tmpfs -o mode=0755 run "$root/run"
-	mount -t tmpfs -o mode=1777 tmp "$root/tmp"
-	[ -f "$root/sys/kernel/btf/vmlinux" ] || { echo "$prog: no /sys/kernel/btf/vmlinux" >&2; exit 1; }
+	root_mounts "$root"
 	$steps > "$root/tmp/steps.sh"
-	chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-		HOME=/root TERM=dumb LANG=C.UTF-8 /bin/sh /tmp/steps.sh < /dev/null
+	root_exec "$root" /bin/sh /tmp/steps.sh
 }
 
 # the root's tarball, made once
@@ -199,8 +191,7 @@ mkdir "$root"
 tar -C "$root" --numeric-owner -xpf "$tar"
 mkdir -p "$root/src/pmdavirt"
 tar -C "$top" --exclude=./.git --exclude=./build --exclude=./build-asan -cf - . | tar -C "$root/src/pmdavirt" -xf -
-grep -qw localhost "$root/etc/hosts" 2>/dev/null || printf '127.0.0.1\tlocalhost\n' >> "$root/etc/hosts"
-printf '127.0.1.1\t%s\n' "$(hostname)" >> "$root/etc/hosts"
+root_hosts "$root"
 n=1
 for h in $(apt_hosts "$root"); do
 	n=$((n + 1))
