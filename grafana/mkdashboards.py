@@ -86,6 +86,10 @@ ROWS = [
     ("Why is my VM slow (host scheduler, halt polling, exits)", [
         ("run delay: each wait for a host CPU (ns)", "heatmap", ["virt.kvm.vm.run_delay_hist"], "ns", "vm"),
         ("halt duration (ns)", "heatmap", ["virt.kvm.vm.halt_hist"], "ns", "vm"),
+        # KVM's own per-vCPU histogram ([kvm] vcpu_stats = true), the
+        # VM's vCPUs' buckets side by side: "<vm>/vcpu<N>/halt_wait_hist::lo-hi"
+        ("KVM's halt waits, its vCPUs' buckets side by side (vcpu_stats = true; ns)", "heatmap",
+         ["virt.kvm.vcpu.kvm_hist"], "ns", "vm", "/vcpu[0-9]+/halt_wait_hist"),
         ("run delay per VM (vCPUs runnable, not running), share of one CPU", "graph",
          ["virt.kvm.vm.run_delay"], "percentunit"),
         ("run delay by what held the CPU (<vm>/<class>), share of one CPU", "stack",
@@ -174,16 +178,17 @@ def vm_tail(metric, selector):
     return None
 
 
-def expression(kind, metric, selector):
+def expression(kind, metric, selector, infix=""):
     """The query of one target: Vector takes a metric or a derived-metric
     expression (registered through pmproxy's /pmapi/derive), Valkey a
-    pmseries query, filtered by host and by instance name."""
-    tail = vm_tail(metric, selector)
+    pmseries query, filtered by host and by instance name. infix: what comes
+    between a heatmap's selector and "::" in its instances (a regex)."""
+    tail = infix + "::" if infix else vm_tail(metric, selector)
     if kind == "vector":
         # PCP's matchinst(): /pattern/ is a POSIX ERE; Grafana's regex
         # format escapes '/' and the regex characters of the value
         if selector:
-            return "matchinst(/^${%s:regex}::/, %s)" % (selector, metric)
+            return "matchinst(/^${%s:regex}%s::/, %s)" % (selector, infix.replace("/", "\\/"), metric)
         if tail:
             return "matchinst(/^${%s:regex}%s/, %s)" % (VM[0], tail.replace("/", "\\/"), metric)
         return metric
@@ -197,6 +202,7 @@ def expression(kind, metric, selector):
 def panel(kind, pid, item, x, y, w, h):
     title, ptype, exprs, unit = item[:4]
     selector = item[4] if len(item) > 4 else None
+    infix = item[5] if len(item) > 5 else ""
     p = {
         "id": pid,
         "title": title,
@@ -208,7 +214,7 @@ def panel(kind, pid, item, x, y, w, h):
         # Valkey has no table format: tables take its time series' last values
         fmt = {"heatmap": "heatmap",
                "table": "metrics_table" if kind == "vector" else "time_series"}.get(ptype, "time_series")
-        p["targets"].append({"refId": chr(ord("A") + i), "expr": expression(kind, e, selector),
+        p["targets"].append({"refId": chr(ord("A") + i), "expr": expression(kind, e, selector, infix),
                              "format": fmt})
     if ptype == "heatmap":
         if kind == "vector":

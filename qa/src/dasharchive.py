@@ -53,6 +53,10 @@ INDOM_PREFIX = {"KVM_VM": ["web", "web.01"], "KVM_VCPU": ["web/vcpu0", "web.01/v
                 "KVM_CPUID": ["web/0x0", "web/0x40000001", "web.01/0x0"],
                 "KVM_MMIO": ["web/0xfee00300/wr", "web.01/0xfebf0000/rd"],
                 "KVM_VM_STAT": ["web/exits", "web/io_exits", "web.01/exits"]}
+# histograms whose prefixes are not the family's: KVM's per-vCPU statistics
+# (two of web's vCPU 0, one of web.01's)
+HIST_PREFIX = {"KVM_VCPU_STAT_HIST": ["web/vcpu0/halt_wait_hist", "web/vcpu0/halt_poll_fail_hist",
+                                      "web.01/vcpu0/halt_wait_hist"]}
 # (metric, instance): its values at records 0, 1, 2
 SERIES = {("virt.kvm.pio.count", "web/0x3f8/out"): (13, 14, 24),
           ("virt.kvm.vm.exits_unseen", "web.01"): (26, 26, 26)}
@@ -70,8 +74,8 @@ for fam, mid, name, item, typ, indom, sem, units in metrics:
     if indom != "NOINDOM":
         vm = name.startswith("kvm.vm.")
         if indom.endswith("_HIST"):
-            insts = ["%s::%d-%d" % (p, lo, 2 * lo - 1) for p in (INDOM_PREFIX["KVM_VM"] if vm else PREFIX[fam])
-                     for lo in (1024, 2048)]
+            pre = HIST_PREFIX.get(indom) or (INDOM_PREFIX["KVM_VM"] if vm else PREFIX[fam])
+            insts = ["%s::%d-%d" % (p, lo, 2 * lo - 1) for p in pre for lo in (1024, 2048)]
         else:
             insts = INDOM_PREFIX.get(indom, VM_CLASS if vm else PREFIX[fam])
         for i, n in enumerate(insts):
