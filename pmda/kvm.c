@@ -1620,13 +1620,17 @@ static void books_pre(struct kvm_state *st)
 /* The VM's statistics fds closed: each holds a reference on its struct
  * kvm (kvm_vcpu_ioctl_get_stats_fd() -> kvm_get_kvm()), and so on the
  * vendor module; a VM whose VMM is gone must not be kept alive. */
+static void vstats_fd_release(struct vcpu_stats_fd *v)
+{
+	close(v->fd);
+	kvm_vstats_free(&v->s);
+	free(v->data);
+}
+
 static void vstats_close(struct vm_entry *vm)
 {
-	for (unsigned int i = 0; i < vm->nvsfd; i++) {
-		close(vm->vsfd[i].fd);
-		kvm_vstats_free(&vm->vsfd[i].s);
-		free(vm->vsfd[i].data);
-	}
+	for (unsigned int i = 0; i < vm->nvsfd; i++)
+		vstats_fd_release(&vm->vsfd[i]);
 	free(vm->vsfd);
 	vm->vsfd = NULL;
 	vm->nvsfd = 0;
@@ -1692,12 +1696,13 @@ static int vstats_take(struct vm_entry *vm, int pidfd, int vmm_fd, const char **
 	if ((v.fd = (int)syscall(SYS_pidfd_getfd, pidfd, vmm_fd, 0)) < 0)
 		return -errno;
 	*what = "reading its descriptors";
-	if ((err = kvm_vstats_load(v.fd, &v.s)) < 0 || (err = v.s.vcpu < 0 ? -EINVAL : 0) < 0 ||
-	    (err = (v.data = calloc(v.s.words ? v.s.words : 1, sizeof(*v.data))) ? 0 : -ENOMEM) < 0 ||
-	    (err = (t = realloc(vm->vsfd, (vm->nvsfd + 1) * sizeof(*t))) ? 0 : -ENOMEM) < 0) {
-		close(v.fd);
-		kvm_vstats_free(&v.s);
-		free(v.data);
+	if ((err = kvm_vstats_load(v.fd, &v.s)) == 0 && v.s.vcpu < 0)
+		err = -EINVAL;		/* no vCPU in its id string */
+	if (!err && (!(v.data = calloc(v.s.words ? v.s.words : 1, sizeof(*v.data))) ||
+		     !(t = realloc(vm->vsfd, (vm->nvsfd + 1) * sizeof(*t)))))
+		err = -ENOMEM;
+	if (err) {
+		vstats_fd_release(&v);
 		return err;
 	}
 	v.id = (uint32_t)v.s.vcpu;
