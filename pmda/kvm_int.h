@@ -1,0 +1,234 @@
+/*
+ * The kvm family's module, its parts' shared state (internal): kvm.c
+ * (attach, options, answers, labels), kvm_vms.c (per-VM and per-vCPU rows
+ * from the vcpus slots), kvm_subs.c (sub-reasons), kvm_debugfs.c (KVM's
+ * own books in debugfs), kvm_statfds.c (KVM's per-vCPU statistics fds).
+ */
+#ifndef VIRT_KVM_INT_H
+#define VIRT_KVM_INT_H
+
+#include "virt.h"
+#include "rows.h"
+#include "kvm.h"
+#include "kvm_books.h"
+#include "kvm_vstats.h"
+#include "kvm.skel.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum kvm_opt { OPT_LATENCY, OPT_MAX_VCPUS, OPT_MAX_VMS, OPT_MAX_HCALLS, OPT_SCHED, OPT_SUBREASONS,
+	       OPT_SUB_TOP, OPT_VCPU_STATS, NOPTS };
+
+/* Row words: VM rows use all four; reason rows count and time. A VM's
+ * and a vCPU's sums are struct kvm_vm_stats as words: the rows take the
+ * first four, the rest is answered from the sums (W_*). */
+enum { W_COUNT, W_TIME, W_UEXITS, W_UTIME };
+#define STATS_WORDS (sizeof(struct kvm_stats) / sizeof(__u64))
+#define VM_WORDS (sizeof(struct kvm_vm_stats) / sizeof(__u64))
+#define VM_WORD(field) (offsetof(struct kvm_vm_stats, field) / sizeof(__u64))
+#define W_WAIT_BY VM_WORD(wait_by)
+#define W_HALT_POLLED VM_WORD(halt_polled)
+#define W_HALT_NS VM_WORD(halt_ns)
+#define W_HALT_POLL_NS VM_WORD(halt_poll_ns)
+#define W_WAIT_HIST VM_WORD(wait_hist)
+#define W_HALT_HIST VM_WORD(halt_hist)
+
+extern const char *const kvm_wait_class_names[KVM_WAIT_CLASSES];
+
+/* What a VM's row answers beyond its sums: its run delay (schedstat) and
+ * the counts its histograms hold. */
+struct vm_derived {
+	uint64_t rd_gone;		/* run delay of vCPU threads it no longer has */
+	uint64_t run_delay;
+	uint64_t waits, halts, halt_slept;
+};
+
+/* A VM's row (st->vms), named by its VMM process's VM identity (vmid.h):
+ * its counts of vCPU slots that are gone, and this refresh's total. A row
+ * of an exited named VM is kept (retired, keyed by its name) so that the
+ * VM restarted under its name (a new pid) carries its counters on. */
+struct vm_entry {
+	struct virt_keyed k;		/* key: the tgid; retired: virt_name_key() */
+	uint64_t start;			/* the process's start time (pid reuse) */
+	bool named;			/* the VM has a name, not "<pid>" */
+	bool retired;			/* its VMM exited */
+	bool sched;			/* the scheduler hooks count its waits */
+	bool poll;			/* its halts' poll time is counted */
+	bool subs_alive;		/* kvm_vm_alive() at sub-reason read subs_gen */
+	uint64_t subs_gen;
+	uint64_t gone[VM_WORDS];
+	uint64_t sum[VM_WORDS];
+	struct vm_derived d;
+	/* "<vm>/<class>": sum[W_WAIT_BY + class] in v[0]; the halt histogram
+	 * (histogram instances only) */
+	struct virt_row by[KVM_WAIT_CLASSES];
+	struct virt_row halt;
+	/* KVM's own "exits" (debugfs) and ours, from when both first saw
+	 * the VM: exits_unseen = KVM's growth - ours, taken only where
+	 * KVM's exits read just before ours equal those read after */
+	bool books_base;		/* both seen: unseen has a value */
+	bool books_seen;		/* KVM's exits read in this refresh */
+	bool pre_ok;			/* kvm_exits_pre read */
+	unsigned int books_dirs;	/* its debugfs directories last seen */
+	char books_dir[24];		/* the last: "<pid>-<fd>" */
+	uint64_t kvm_exits, kvm_exits_pre, kvm_exits0, our_exits0;
+	uint64_t unseen;		/* int64_t, as PM_TYPE_64 reads it */
+	/* KVM's per-vCPU statistics fds of the VMM's vCPUs (vcpu_stats) */
+	struct vcpu_stats_fd *vsfd;
+	unsigned int nvsfd;
+	int vs_err;			/* acquiring them failed: not tried again */
+};
+
+/* A vCPU's statistics fd, a duplicate of the VMM's fd vmm_fd
+ * ("anon_inode:kvm-vcpu-stats"); its descriptors, and a data buffer. */
+struct vcpu_stats_fd {
+	int fd, vmm_fd;
+	uint32_t id;
+	struct kvm_vstats s;
+	uint64_t *data;
+};
+
+
+/* What the agent last took from a slot of the vcpus array: its share of
+ * its VM's counters, and the run delay of its thread (schedstat). */
+struct vcpu_rec {
+	uint32_t tgid;			/* 0: nothing taken */
+	uint32_t id;			/* the vCPU's KVM vcpu_id */
+	uint32_t tid;			/* the thread rd was read from */
+	bool dropped;			/* counted once in vm_drops (max_vms) */
+	uint64_t last[VM_WORDS];
+	uint64_t rd;			/* its thread's run_delay, ns */
+};
+
+/* A vCPU's row (st->vcpu_rows), "<vm>/vcpu<N>", N KVM's vcpu_id: summed
+ * as its VM's row is, from the slots holding vCPU N of the VM, what the
+ * kernel folded from its destroyed slots (vcpus_gone) and what slots the
+ * agent freed left (gone). A row lives as long as its VM's row (a vCPU
+ * created again with its id continues it; a VM restarted under its name
+ * finds its vCPUs' rows), so its counters never step back. */
+struct vcpu_entry {
+	struct virt_keyed k;		/* key: virt_name_key() */
+	struct vm_entry *vm;
+	uint32_t id;
+	bool seen;			/* counted in this refresh */
+	uint64_t gone[VM_WORDS];
+	uint64_t sum[VM_WORDS];
+	uint64_t rd_gone, run_delay;	/* run delay of threads it had, of all */
+};
+
+/* A sub-reason's row (st->subs[kind]), "<vm>/<key>" (kvm.h struct
+ * kvm_sub_key): what entries of its VM's exited processes counted (gone),
+ * and its live processes' entries of "subs" at this refresh (cur). */
+struct sub_entry {
+	struct virt_keyed k;		/* key: virt_name_key() */
+	uint32_t tgid;			/* the process last seen counting it (labels) */
+	int vmlen;			/* row.name's first vmlen bytes: its VM's name */
+	bool seen;			/* a live process counts it */
+	bool timed;			/* its time is measured (latency) */
+	uint64_t gone[2], cur[2];	/* count, time */
+};
+
+/* One of KVM's own values (debugfs) of a VM, "<vm>/<stat>", or of a
+ * vCPU, "<vm>/vcpu<N>/<stat>": the sum over the VM's directories (a VMM
+ * with two VMs has two) in this refresh. */
+struct book_entry {
+	struct virt_keyed k;		/* key: virt_name_key() */
+	struct vm_entry *vm;
+	int vcpu;			/* -1: the VM's */
+	char stat[KVM_BOOK_NAME_MAX];
+	uint64_t value;
+	bool seen;			/* read in this refresh */
+	bool counter, instant;		/* which metric has its value */
+	uint64_t hist[VIRT_HIST_BUCKETS];	/* a histogram's (vcpu_hists) */
+};
+
+/* Files found to be no statistic, never opened again (x86's
+ * mmu_rmaps_stat walks the VM's rmaps under its MMU lock to print). */
+#define BOOKS_BAD_MAX 32
+struct books_bad {
+	char name[KVM_BOOK_NAME_MAX];
+};
+
+struct kvm_state {
+	struct kvm_bpf *skel;
+	struct virt_row slots[KVM_SLOTS];
+	struct virt_row uexit[KVM_UEXIT_REASONS];
+	struct virt_table other, hcalls;	/* of struct virt_keyed: exit, hypercall nr */
+	struct virt_table vms;		/* of struct vm_entry */
+	size_t nlive, nretired;		/* rows of live VMMs, of exited named VMs */
+	/* the BPF arrays, mmap'ed: read in place, no bpf() call */
+	struct kvm_vcpu_slot *vcpus;
+	uint64_t *threads;
+	struct kvm_stats *exits;
+	size_t nvcpus;			/* entries of vcpus and of threads */
+	struct vcpu_rec *recs;		/* one per vcpus entry */
+	/* Indexes of the slots in use at this sum and at the one before: one
+	 * pass over the (mostly free) vcpus array, then only these. */
+	uint32_t *occ, *occ_prev;
+	size_t nocc, nocc_prev;
+	struct virt_table vcpu_rows;	/* of struct vcpu_entry */
+	/* a read of vcpus_gone (max_vcpus entries) */
+	uint64_t *vgone_key;
+	struct kvm_vm_stats *vgone;
+	uint32_t max_vcpus;		/* their entries */
+	int nvgone;			/* entries of the last read */
+	uint64_t vgone_folds;		/* folds_done at that read */
+	bool vgone_valid;		/* of this BPF object */
+	/* a read of vms_gone (max_vms entries) */
+	uint32_t *gone_tgid;
+	struct kvm_vm_stats *gone;
+	uint64_t vm_drops;
+	bool sched_on;			/* scheduler hooks loaded (tp_btf, sched) */
+	bool poll_on;			/* halts carry KVM's poll time (not tracepoint) */
+	bool subs_on, subs_timed;	/* subreasons loaded; with latency */
+	struct virt_table subs[KVM_SUB_KINDS];	/* of struct sub_entry */
+	struct kvm_sub_key *sub_keys;	/* a read of "subs" (sub_max entries) */
+	struct kvm_sub_stats *sub_vals;
+	uint32_t sub_max;
+	uint64_t subs_gen;		/* reads of "subs" */
+	struct virt_table books, vcpu_books, vcpu_hists;	/* of struct book_entry */
+	struct books_bad bad[BOOKS_BAD_MAX];
+	unsigned int nbad;
+	int books_errno;		/* of the last failed open of the root, logged */
+	bool vstats_on;			/* vcpu_stats */
+	int vstats_errno;		/* why per-vCPU statistics failed, logged */
+	struct virt_bulk bulk;		/* bulk-read buffers, sized for the largest map */
+};
+
+/* kvm_vms.c: per-VM and per-vCPU rows from the vcpus slots */
+struct vm_entry *kvm_vm_of(struct kvm_state *st, uint32_t tgid);
+struct vm_entry *kvm_vm_at(struct kvm_state *st, size_t i);
+bool kvm_vm_alive(const struct vm_entry *vm);
+void kvm_vcpus_forget(struct kvm_state *st, uint32_t max_vms);
+void kvm_vms_read(struct kvm_state *st, struct virt_family *fam);
+
+/* kvm_subs.c: sub-reasons */
+void kvm_subs_configure(struct virt_family *fam, struct kvm_bpf *skel, struct bpf_object *obj,
+			const char *method);
+int kvm_subs_alloc(struct kvm_state *st, struct virt_family *fam);
+void kvm_subs_forget(struct kvm_state *st);
+int kvm_subs_read(struct kvm_state *st);
+void kvm_subs_set(struct kvm_state *st);
+bool kvm_sub_indom(enum virt_indom_id indom);
+
+/* kvm_debugfs.c: KVM's own books (debugfs), and the rows of KVM's values */
+struct book_entry *kvm_book_row(struct virt_table *t, pmInDom indom, pmInDom hindom,
+				struct vm_entry *vm, int vcpu, const char *raw);
+void kvm_book_add(struct book_entry *b, uint64_t value, bool instant);
+void kvm_book_rows_unsee(struct virt_table *t);
+void kvm_book_rows_expose(struct virt_table *t);
+void kvm_book_rows_remove(struct kvm_state *st, const struct vm_entry *vm);
+bool kvm_debugfs_asked(void);
+void kvm_debugfs_pre(struct kvm_state *st);
+void kvm_debugfs_read(struct kvm_state *st);
+
+/* kvm_statfds.c: KVM's per-vCPU statistics fds (vcpu_stats) */
+void kvm_statfds_close(struct vm_entry *vm);
+void kvm_statfds_close_all(struct kvm_state *st);
+bool kvm_statfds_asked(void);
+void kvm_statfds_read(struct kvm_state *st);
+void kvm_statfds_drop_stale(struct kvm_state *st);
+
+#endif

@@ -1,0 +1,222 @@
+/*
+ * The kvm family's sub-reasons (subreasons = true): what exits are about,
+ * per VM: port I/O by port, MSR accesses by MSR, CPUID by leaf, MMIO by
+ * address, from the BPF map "subs".
+ */
+#include "kvm_int.h"
+#include "vmid.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Per kind: its instance domain and its directions' names (none: one
+ * direction) */
+static const struct sub_kind {
+	enum virt_indom_id indom;
+	const char *dir[2];
+} sub_kinds[KVM_SUB_KINDS] = {
+	[KVM_SUB_PIO] = { VIRT_I_KVM_PIO, { "in", "out" } },
+	[KVM_SUB_MSR] = { VIRT_I_KVM_MSR, { "rd", "wr" } },
+	[KVM_SUB_CPUID] = { VIRT_I_KVM_CPUID, { NULL, NULL } },
+	[KVM_SUB_MMIO] = { VIRT_I_KVM_MMIO, { "rd", "wr" } },
+};
+
+/* The hooks of each method loaded with subreasons only:
+ * virt_kvm_<method>_<name> */
+static const char *const sub_progs[] = { "pio", "msr", "cpuid", "mmio" };
+
+static void kvm_autoload(struct bpf_object *obj, const char *method, const char *what, bool on)
+{
+	struct bpf_program *prog;
+	char name[64];
+
+	snprintf(name, sizeof(name), "virt_kvm_%s_%s", method, what);
+	if ((prog = bpf_object__find_program_by_name(obj, name)))
+		bpf_program__set_autoload(prog, on);
+}
+
+/* Sub-reasons: their hooks, and the entry program that charges their
+ * time, replace the plain one (which the exit path keeps without them). */
+void kvm_subs_configure(struct virt_family *fam, struct kvm_bpf *skel, struct bpf_object *obj,
+			const char *method)
+{
+	struct kvm_state *st = fam->priv;
+	bool on = fam->opts[OPT_SUBREASONS].b, latency = fam->opts[OPT_LATENCY].b;
+
+	skel->rodata->subreasons = on;
+	skel->rodata->sub_top = (__u32)fam->opts[OPT_SUB_TOP].u;
+	for (size_t i = 0; i < VIRT_ARRAY_SIZE(sub_progs); i++)
+		kvm_autoload(obj, method, sub_progs[i], on);
+	kvm_autoload(obj, method, "entry", latency && !on);
+	kvm_autoload(obj, method, "entry_subs", latency && on);
+	st->subs_on = on;
+	st->subs_timed = on && latency;
+	if (!on)
+		return;
+	bpf_map__set_max_entries(skel->maps.subs, st->sub_max);
+	bpf_map__set_max_entries(skel->maps.sub_used, (__u32)fam->opts[OPT_MAX_VMS].u);
+}
+
+/* subreasons: "subs" holds every VM's sub_top keys and "other" of each
+ * kind; the agent reads it whole */
+int kvm_subs_alloc(struct kvm_state *st, struct virt_family *fam)
+{
+	uint64_t n = fam->opts[OPT_MAX_VMS].u * KVM_SUB_KINDS * (fam->opts[OPT_SUB_TOP].u + 1);
+
+	if (!fam->opts[OPT_SUBREASONS].b)
+		return 0;
+	st->sub_max = n > (1u << 20) ? 1u << 20 : (uint32_t)n;
+	st->sub_keys = calloc(st->sub_max, sizeof(*st->sub_keys));
+	st->sub_vals = calloc(st->sub_max, sizeof(*st->sub_vals));
+	return st->sub_keys && st->sub_vals ? 0 : -1;
+}
+
+/* The map goes: what it counted stays in each row's gone. */
+void kvm_subs_forget(struct kvm_state *st)
+{
+	for (unsigned int k = 0; k < KVM_SUB_KINDS; k++) {
+		for (size_t i = 0; i < st->subs[k].n; i++) {
+			struct sub_entry *e = (struct sub_entry *)st->subs[k].v[i];
+
+			e->gone[0] += e->cur[0];
+			e->gone[1] += e->cur[1];
+			e->cur[0] = e->cur[1] = 0;
+		}
+	}
+}
+
+/* Is indom one of the sub-reasons' (their rows' labels)? */
+bool kvm_sub_indom(enum virt_indom_id indom)
+{
+	for (unsigned int k = 0; k < KVM_SUB_KINDS; k++)
+		if (sub_kinds[k].indom == indom)
+			return true;
+	return false;
+}
+
+/* "/<key>[/<dir>]" of a sub-reason key, or "/other" */
+static void sub_key_name(char *buf, size_t len, const struct kvm_sub_key *k)
+{
+	const char *dir = sub_kinds[k->kind].dir[k->dir & 1];
+
+	if (k->code == KVM_SUB_OTHER)
+		snprintf(buf, len, "/other");
+	else if (dir)
+		snprintf(buf, len, "/0x%llx/%s", (unsigned long long)k->code, dir);
+	else
+		snprintf(buf, len, "/0x%llx", (unsigned long long)k->code);
+}
+
+/* The row of key k of VM vm, made on first sight (found again by name: a
+ * VM restarted under its name). */
+static struct sub_entry *sub_row(struct kvm_state *st, const struct vm_entry *vm,
+				 const struct kvm_sub_key *k)
+{
+	char name[VIRT_NAME_MAX];
+	int vmlen = snprintf(name, sizeof(name), "%.*s", VMID_NAME_MAX, vm->k.row.name);
+	struct sub_entry *e;
+
+	sub_key_name(name + vmlen, sizeof(name) - (size_t)vmlen, k);
+	e = virt_table_get_name(&st->subs[k->kind], virt_indom(sub_kinds[k->kind].indom),
+				PM_INDOM_NULL, name);
+	if (e)
+		e->vmlen = vmlen;
+	return e;
+}
+
+/* kvm_vm_alive(), once per VM and read of "subs" (a stat of /proc) */
+static bool sub_vm_alive(const struct kvm_state *st, struct vm_entry *vm)
+{
+	if (vm->subs_gen != st->subs_gen) {
+		vm->subs_gen = st->subs_gen;
+		vm->subs_alive = kvm_vm_alive(vm);
+	}
+	return vm->subs_alive;
+}
+
+/* An exited process's entry: out of "subs", and its key count with it. */
+static void sub_delete(struct kvm_state *st, const struct kvm_sub_key *k)
+{
+	virt_map_delete(bpf_map__fd(st->skel->maps.subs), k);
+	virt_map_delete(bpf_map__fd(st->skel->maps.sub_used), &k->tgid);
+}
+
+/* "subs", before the VM rows are summed (the rows of VMMs that exited since
+ * the last refresh are still there): a live process's entries are its
+ * rows' cur; an exited one's go to their rows' gone and leave the map. */
+int kvm_subs_read(struct kvm_state *st)
+{
+	int n = virt_map_dump(bpf_map__fd(st->skel->maps.subs), st->sub_keys, sizeof(*st->sub_keys),
+			      st->sub_vals, sizeof(*st->sub_vals), st->sub_max);
+
+	st->subs_gen++;
+	for (unsigned int k = 0; k < KVM_SUB_KINDS; k++) {
+		for (size_t i = 0; i < st->subs[k].n; i++) {
+			struct sub_entry *e = (struct sub_entry *)st->subs[k].v[i];
+
+			e->cur[0] = e->cur[1] = 0;
+			e->seen = false;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		const struct kvm_sub_key *k = &st->sub_keys[i];
+		const struct kvm_sub_stats *v = &st->sub_vals[i];
+		struct vm_entry *vm = kvm_vm_of(st, k->tgid);
+		struct sub_entry *e;
+		bool alive;
+
+		if (k->kind >= KVM_SUB_KINDS)
+			continue;
+		if (!vm) {		/* no row yet (next refresh), or never one */
+			if (!virt_pid_alive(k->tgid))
+				sub_delete(st, k);
+			continue;
+		}
+		if (!(e = sub_row(st, vm, k)))
+			continue;
+		alive = sub_vm_alive(st, vm);
+		e->gone[0] += alive ? 0 : v->count;
+		e->gone[1] += alive ? 0 : v->time_ns;
+		e->cur[0] += alive ? v->count : 0;
+		e->cur[1] += alive ? v->time_ns : 0;
+		e->seen |= alive;
+		e->tgid = k->tgid;
+		if (!alive)
+			sub_delete(st, k);
+	}
+	return n < 0 ? n : 0;
+}
+
+/* Is the VM of a sub-reason row still known (live, or exited and kept
+ * under its name)? */
+static bool sub_vm_known(struct kvm_state *st, const struct sub_entry *e)
+{
+	char vm[VIRT_NAME_MAX];
+
+	snprintf(vm, sizeof(vm), "%.*s", e->vmlen, e->k.row.name);
+	return virt_table_find_name(&st->vms, vm) != NULL;
+}
+
+/* After the VM rows: rows of live VMs shown, of exited named VMs retired
+ * (the VM restarted under its name continues them), others freed. */
+void kvm_subs_set(struct kvm_state *st)
+{
+	for (unsigned int k = 0; k < KVM_SUB_KINDS; k++) {
+		for (size_t i = 0; i < st->subs[k].n;) {
+			struct sub_entry *e = (struct sub_entry *)st->subs[k].v[i];
+			uint64_t v[2] = { e->gone[0] + e->cur[0], e->gone[1] + e->cur[1] };
+
+			if (!e->seen && !sub_vm_known(st, e)) {
+				virt_table_remove(&st->subs[k], e);	/* the last entry takes its place */
+				continue;
+			}
+			e->timed = st->subs_timed;
+			virt_row_set(&e->k.row, v, 2, NULL);
+			if (e->seen)
+				virt_row_expose(&e->k.row, false);
+			else
+				virt_row_retire(&e->k.row);
+			i++;
+		}
+	}
+}

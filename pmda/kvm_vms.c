@@ -1,0 +1,611 @@
+/*
+ * The kvm family's per-VM and per-vCPU rows, summed from the vcpus slots
+ * the BPF side shares (mmap'ed), what the kernel folded from destroyed
+ * vCPUs (vms_gone, vcpus_gone) and what slots the agent freed left; the
+ * run delay of the vCPU threads (schedstat).
+ */
+#include "kvm_int.h"
+#include "vmid.h"
+
+#include <bpf/bpf.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *const kvm_wait_class_names[KVM_WAIT_CLASSES] = {
+	[KVM_WAIT_SAME_VM] = "same_vm", [KVM_WAIT_OTHER_VM] = "other_vm",
+	[KVM_WAIT_VHOST] = "vhost", [KVM_WAIT_HOST] = "host",
+};
+
+/* ------------------------------------------------- per-VM from slots */
+
+static bool not_retired(const void *e, const void *arg)
+{
+	(void)arg;
+	return !((const struct vm_entry *)e)->retired;
+}
+
+/* The row of VMM process tgid (alive or found gone in this refresh). */
+struct vm_entry *kvm_vm_of(struct kvm_state *st, uint32_t tgid)
+{
+	return virt_table_find_if(&st->vms, tgid, not_retired, NULL);
+}
+
+struct vm_entry *kvm_vm_at(struct kvm_state *st, size_t i)
+{
+	return (struct vm_entry *)st->vms.v[i];
+}
+
+static bool vmm_alive(struct kvm_state *st, uint32_t tgid)
+{
+	struct vm_entry *vm = kvm_vm_of(st, tgid);
+
+	return vm ? vm->k.row.live : virt_pid_alive(tgid);
+}
+
+/* ------------------------------------------------------------ per vCPU */
+
+/* The row of vCPU id of vm, "<vm>/vcpu<id>", made on first sight (found
+ * again by name: a vCPU created again, a VM restarted under its name). */
+static struct vcpu_entry *vcpu_row(struct kvm_state *st, struct vm_entry *vm, uint32_t id)
+{
+	char name[VIRT_NAME_MAX];
+	struct vcpu_entry *c;
+
+	snprintf(name, sizeof(name), "%.*s/vcpu%u", VMID_NAME_MAX, vm->k.row.name, id);
+	if ((c = virt_table_get_name(&st->vcpu_rows, virt_indom(VIRT_I_KVM_VCPU), PM_INDOM_NULL,
+				     name))) {
+		c->vm = vm;
+		c->id = id;
+	}
+	return c;
+}
+
+/* The vCPU row of process tgid's vCPU id, if its VM has a row. */
+static struct vcpu_entry *vcpu_of(struct kvm_state *st, uint32_t tgid, uint32_t id)
+{
+	struct vm_entry *vm = kvm_vm_of(st, tgid);
+
+	return vm ? vcpu_row(st, vm, id) : NULL;
+}
+
+/* The VM's row goes: its vCPUs' rows too. */
+static void vcpu_rows_remove(struct kvm_state *st, const struct vm_entry *vm)
+{
+	for (size_t i = 0; i < st->vcpu_rows.n;) {
+		struct vcpu_entry *c = (struct vcpu_entry *)st->vcpu_rows.v[i];
+
+		if (c->vm == vm)
+			virt_table_remove(&st->vcpu_rows, c);	/* the last entry takes its place */
+		else
+			i++;
+	}
+}
+
+static void add_words(uint64_t *to, const uint64_t *from)
+{
+	for (size_t w = 0; w < VM_WORDS; w++)
+		to[w] += from[w];
+}
+
+/* The kernel's vcpus_gone: counts of destroyed vCPUs per process and
+ * vcpu_id. Entries read, or -errno. */
+static int read_vcpus_gone(struct kvm_state *st)
+{
+	return virt_map_dump(bpf_map__fd(st->skel->maps.vcpus_gone), st->vgone_key,
+			     sizeof(*st->vgone_key), st->vgone, sizeof(*st->vgone), st->max_vcpus);
+}
+
+/* vcpus_gone as of now: read again only when a fold (the one writer, a
+ * vCPU destroyed) completed since the last read, so a steady refresh makes
+ * no bpf() call for it. The caller sums only while no fold runs. */
+static int vcpus_gone_now(struct kvm_state *st)
+{
+	uint64_t done = __atomic_load_n(&st->skel->bss->folds_done, __ATOMIC_ACQUIRE);
+	int n;
+
+	if (st->vgone_valid && done == st->vgone_folds)
+		return st->nvgone;
+	n = read_vcpus_gone(st);
+	st->nvgone = n < 0 ? 0 : n;
+	st->vgone_folds = done;
+	st->vgone_valid = n >= 0;
+	return st->nvgone;
+}
+
+/* The run delay read from a thread the rec no longer follows stays with
+ * its VM and vCPU (the kernel folds exit counts of destroyed vCPUs, not
+ * this). */
+static void rec_forget_thread(struct kvm_state *st, struct vcpu_rec *r)
+{
+	struct vm_entry *vm = r->rd ? kvm_vm_of(st, r->tgid) : NULL;
+	struct vcpu_entry *c = vm ? vcpu_row(st, vm, r->id) : NULL;
+
+	if (vm)
+		vm->d.rd_gone += r->rd;
+	if (c)
+		c->rd_gone += r->rd;
+	r->rd = 0;
+	r->tid = 0;
+}
+
+/* A slot's counts stay with its VM when the slot goes. */
+static void rec_fold(struct kvm_state *st, struct vcpu_rec *r)
+{
+	struct vm_entry *vm = kvm_vm_of(st, r->tgid);
+	struct vcpu_entry *c = vm ? vcpu_row(st, vm, r->id) : NULL;
+
+	if (vm)
+		add_words(vm->gone, r->last);
+	if (c)
+		add_words(c->gone, r->last);
+	rec_forget_thread(st, r);
+	memset(r, 0, sizeof(*r));
+}
+
+/* The kernel's vms_gone: counts of destroyed vCPUs per process. Entries
+ * read, or -errno. */
+static int read_gone(struct kvm_state *st, uint32_t max_vms)
+{
+	return virt_map_dump(bpf_map__fd(st->skel->maps.vms_gone), st->gone_tgid,
+			     sizeof(*st->gone_tgid), st->gone, sizeof(*st->gone), max_vms);
+}
+
+static void add_vm_stats(uint64_t *sum, const struct kvm_vm_stats *v)
+{
+	add_words(sum, (const uint64_t *)v);
+}
+
+/* The arrays go (detach): keep the VM rows, their counts in gone. */
+void kvm_vcpus_forget(struct kvm_state *st, uint32_t max_vms)
+{
+	int n = st->skel ? read_gone(st, max_vms) : 0;
+
+	for (int i = 0; i < n; i++) {
+		struct vm_entry *vm = kvm_vm_of(st, st->gone_tgid[i]);
+
+		if (vm)
+			add_vm_stats(vm->gone, &st->gone[i]);
+	}
+	n = st->skel ? read_vcpus_gone(st) : 0;
+	for (int i = 0; i < n; i++) {
+		struct vcpu_entry *c = vcpu_of(st, (uint32_t)(st->vgone_key[i] >> 32),
+					       (uint32_t)st->vgone_key[i]);
+
+		if (c)
+			add_vm_stats(c->gone, &st->vgone[i]);
+	}
+	for (size_t i = 0; st->recs && i < st->nvcpus; i++)
+		if (st->recs[i].tgid)
+			rec_fold(st, &st->recs[i]);
+}
+
+/* The thread's run_delay in ns: /proc/<tgid>/task/<tid>/schedstat, second
+ * field (sched_info.run_delay: fs/proc/base.c proc_pid_schedstat()). */
+static bool thread_run_delay(uint32_t tgid, uint32_t tid, uint64_t *ns)
+{
+	unsigned long long run, delay;
+	char path[64], buf[96];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/schedstat", tgid, tid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	if (sscanf(buf, "%llu %llu", &run, &delay) != 2)
+		return false;
+	*ns = delay;
+	return true;
+}
+
+static void rec_take(struct kvm_state *st, struct vcpu_rec *r,
+		     const volatile struct kvm_vcpu_slot *v)
+{
+	const volatile uint64_t *w = (const volatile uint64_t *)&v->vm;
+	uint32_t tid = v->tid;
+
+	if (r->tgid != v->tgid) {
+		rec_forget_thread(st, r);
+		memset(r, 0, sizeof(*r));
+	}
+	r->tgid = v->tgid;
+	r->id = v->vcpu_id;
+	for (size_t i = 0; i < VM_WORDS; i++)
+		r->last[i] = w[i];
+	if (r->tid != tid)
+		rec_forget_thread(st, r);
+	r->tid = tid;
+	thread_run_delay(r->tgid, tid, &r->rd);	/* a thread gone keeps its last */
+}
+
+/* Clear id's bit of a BPF-side id set (kvm.h). */
+static void id_unmark(__u64 *bits, uint32_t id)
+{
+	__atomic_fetch_and(&bits[KVM_TID_WORD(id)], ~KVM_TID_BIT(id), __ATOMIC_RELAXED);
+}
+
+/* A slot retired by the BPF side, or of a VMM that exited: its last counts
+ * go to its VM, and the slot and the thread entries that point at it are
+ * freed for other vCPUs (the slot's ident last: a claim finds the rest
+ * zeroed). */
+static void vcpu_free(struct kvm_state *st, size_t i)
+{
+	struct kvm_vcpu_slot *v = &st->vcpus[i];
+
+	rec_take(st, &st->recs[i], v);
+	rec_fold(st, &st->recs[i]);
+	for (size_t t = 0; t < st->nvcpus; t++) {
+		uint64_t cur = __atomic_load_n(&st->threads[t], __ATOMIC_RELAXED);
+
+		if (cur && KVM_THREAD_VCPU(cur) == i &&
+		    __atomic_compare_exchange_n(&st->threads[t], &cur, 0, false,
+						__ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+			id_unmark(st->skel->bss->vcpu_tids, KVM_THREAD_TID(cur));
+	}
+	memset((char *)v + sizeof(v->ident), 0, sizeof(*v) - sizeof(v->ident));
+	__atomic_store_n(&v->ident, 0, __ATOMIC_RELEASE);
+}
+
+/* A new VM's rows beside its main one (which holds its wait histogram):
+ * "<vm>/<class>" of its wait by what held the CPU, its halt histogram. */
+static void vm_rows_init(struct vm_entry *vm)
+{
+	char name[VIRT_NAME_MAX];
+
+	for (unsigned int c = 0; c < KVM_WAIT_CLASSES; c++) {
+		snprintf(name, sizeof(name), "%.*s/%s", VMID_NAME_MAX, vm->k.row.name,
+			 kvm_wait_class_names[c]);
+		virt_row_init(&vm->by[c], virt_indom(VIRT_I_KVM_VM_WAIT_BY), PM_INDOM_NULL, name);
+	}
+	virt_row_init(&vm->halt, PM_INDOM_NULL, virt_indom(VIRT_I_KVM_VM_HALT_HIST),
+		      vm->k.row.name);
+}
+
+/* Its rows beside the main one leave the instance domains (retire) or go
+ * for good (release). */
+static void vm_rows_retire(struct vm_entry *vm, void (*how)(struct virt_row *))
+{
+	for (unsigned int c = 0; c < KVM_WAIT_CLASSES; c++)
+		how(&vm->by[c]);
+	how(&vm->halt);
+}
+
+/* The retired row of a VM restarted under its name (rows of exited VMMs
+ * are retired before live slots are summed). */
+static struct vm_entry *vm_restarted(struct kvm_state *st, const char *name)
+{
+	struct vm_entry *vm = virt_table_find_name(&st->vms, name);
+
+	return vm && vm->retired ? vm : NULL;
+}
+
+/* A VM row for a live VMM process (at most max_vms; slots of more are
+ * counted once as dropped, through *dropped), named by its VM identity; a
+ * VM restarted under its name takes its old row, counters and all. */
+static struct vm_entry *vm_row(struct kvm_state *st, uint32_t tgid, bool *dropped, size_t max_vms)
+{
+	struct vm_entry *vm = kvm_vm_of(st, tgid);
+	const struct vmid *id;
+
+	if (vm || !(id = virt_vm_of(tgid)))
+		return vm;
+	if (st->nlive >= max_vms) {
+		st->vm_drops += !*dropped;
+		*dropped = true;
+		return NULL;
+	}
+	if ((vm = id->named ? vm_restarted(st, id->name) : NULL)) {
+		st->nretired -= vm->retired;
+		vm->retired = false;
+		virt_table_rekey(&st->vms, vm, tgid);
+		memcpy(vm->sum, vm->gone, sizeof(vm->sum));
+		vm->d.run_delay = vm->d.rd_gone;
+	} else if ((vm = virt_table_add(&st->vms, tgid, virt_indom(VIRT_I_KVM_VM),
+					virt_indom(VIRT_I_KVM_VM_WAIT_HIST), id->name))) {
+		vm_rows_init(vm);
+	} else {
+		return NULL;
+	}
+	vm->books_base = false;		/* a new struct kvm: KVM's books begin again */
+	vm->start = id->start;
+	vm->named = id->named;
+	vm->k.row.live = true;
+	st->nlive++;
+	return vm;
+}
+
+/* Is the row's VMM process still the one it was made for (not exited,
+ * its pid not reused)? */
+bool kvm_vm_alive(const struct vm_entry *vm)
+{
+	const struct vmid *id;
+
+	return !vm->retired && (id = virt_vm_of((uint32_t)vm->k.key)) && id->start == vm->start;
+}
+
+/* Rows whose VMM exited, after their counts were folded into gone: a
+ * named VM's row is kept (retired: out of the instance domain, keyed by
+ * its name) for the VM restarted under that name, others go. */
+static void retire_exited(struct kvm_state *st)
+{
+	for (size_t i = 0; i < st->vms.n;) {
+		struct vm_entry *vm = kvm_vm_at(st, i);
+
+		if (vm->retired || vm->k.row.live) {
+			i++;
+		} else if (!vm->named || st->nretired >= VIRT_KEEP_EXITED) {
+			kvm_statfds_close(vm);
+			vcpu_rows_remove(st, vm);
+			kvm_book_rows_remove(st, vm);
+			vm_rows_retire(vm, virt_row_release);
+			virt_table_remove(&st->vms, vm);	/* the last entry takes its place */
+		} else {
+			kvm_statfds_close(vm);
+			vm->vs_err = 0;
+			virt_row_retire(&vm->k.row);
+			vm_rows_retire(vm, virt_row_retire);
+			vm->retired = true;
+			st->nretired++;
+			virt_table_rekey(&st->vms, vm, virt_name_key(vm->k.row.name));
+			i++;
+		}
+	}
+}
+
+/* The slots in use now (claimed or retired), the last list kept: the
+ * one pass over all of vcpus (4096 and more slots of ~750 bytes: four
+ * passes of it were most of a refresh's CPU time). A slot claimed after
+ * this pass is taken at the next refresh. */
+static void scan_slots(struct kvm_state *st)
+{
+	uint32_t *t = st->occ_prev;
+
+	st->occ_prev = st->occ;
+	st->nocc_prev = st->nocc;
+	st->occ = t;
+	st->nocc = 0;
+	for (size_t i = 0; i < st->nvcpus; i++)
+		if (st->vcpus[i].ident)
+			st->occ[st->nocc++] = (uint32_t)i;
+}
+
+/* Slots retired by the BPF side or of exited VMMs: their counts into
+ * their VM's gone, the slots freed. */
+static void free_exited_slots(struct kvm_state *st)
+{
+	for (size_t j = 0; j < st->nocc; j++) {
+		size_t i = st->occ[j];
+		const volatile struct kvm_vcpu_slot *v = &st->vcpus[i];
+		uint64_t ident = v->ident;
+		uint32_t tgid = v->tgid;
+
+		if (ident == KVM_VCPU_RETIRED || (ident && tgid && !vmm_alive(st, tgid)))
+			vcpu_free(st, i);
+	}
+}
+
+/* Slots the kernel freed (a vCPU destroyed): it folded their counts, not
+ * their threads' run delay; before exited VMs' rows retire. A rec is
+ * taken only from a slot in use at a sum, so the slots of the last one
+ * hold every rec there is. */
+static void forget_free_slots(struct kvm_state *st)
+{
+	for (size_t j = 0; j < st->nocc_prev; j++) {
+		size_t i = st->occ_prev[j];
+		const volatile struct kvm_vcpu_slot *v = &st->vcpus[i];
+
+		if ((v->ident <= KVM_VCPU_RETIRED || !v->tgid) && st->recs[i].tgid) {
+			rec_forget_thread(st, &st->recs[i]);
+			st->recs[i].tgid = 0;
+		}
+	}
+}
+
+/* vms_gone entries of exited VMMs: into their VM's gone, then deleted. */
+static void fold_exited_gone(struct kvm_state *st, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct vm_entry *vm = kvm_vm_of(st, st->gone_tgid[i]);
+
+		if (vm ? vm->k.row.live : virt_pid_alive(st->gone_tgid[i]))
+			continue;
+		if (vm)
+			add_vm_stats(vm->gone, &st->gone[i]);
+		virt_map_delete(bpf_map__fd(st->skel->maps.vms_gone), &st->gone_tgid[i]);
+		st->gone_tgid[i] = 0;
+	}
+}
+
+/* vcpus_gone entries of exited VMMs: into their vCPU rows' gone, then
+ * deleted (with fold_exited_gone, before the VM rows retire), and out of
+ * the copy vcpus_gone_now() keeps, which goes on mirroring the map. */
+static int fold_exited_vcpus_gone(struct kvm_state *st, int n)
+{
+	int kept = 0;
+
+	for (int i = 0; i < n; i++) {
+		uint32_t tgid = (uint32_t)(st->vgone_key[i] >> 32);
+		struct vm_entry *vm = kvm_vm_of(st, tgid);
+		struct vcpu_entry *c;
+
+		if (vm ? vm->k.row.live : virt_pid_alive(tgid)) {
+			st->vgone_key[kept] = st->vgone_key[i];
+			st->vgone[kept++] = st->vgone[i];
+			continue;
+		}
+		if (vm && (c = vcpu_row(st, vm, (uint32_t)st->vgone_key[i])))
+			add_vm_stats(c->gone, &st->vgone[i]);
+		virt_map_delete(bpf_map__fd(st->skel->maps.vcpus_gone), &st->vgone_key[i]);
+	}
+	st->nvgone = kept;
+	return kept;
+}
+
+/* Per vCPU, after the VMs' sums: the same three parts, for vCPUs of live
+ * VMs. */
+static void sum_vcpus(struct kvm_state *st, int nvgone)
+{
+	for (size_t i = 0; i < st->vcpu_rows.n; i++) {
+		struct vcpu_entry *c = (struct vcpu_entry *)st->vcpu_rows.v[i];
+
+		memcpy(c->sum, c->gone, sizeof(c->sum));
+		c->run_delay = c->rd_gone;
+		c->seen = false;
+	}
+	for (size_t j = 0; j < st->nocc; j++) {
+		const struct vcpu_rec *r = &st->recs[st->occ[j]];
+		struct vm_entry *vm;
+		struct vcpu_entry *c;
+
+		if (!r->tgid || !(vm = kvm_vm_of(st, r->tgid)) || !vm->k.row.live ||
+		    !(c = vcpu_row(st, vm, r->id)))
+			continue;
+		add_words(c->sum, r->last);
+		c->run_delay += r->rd;
+		c->seen = true;
+	}
+	for (int i = 0; i < nvgone; i++) {
+		struct vm_entry *vm;
+		struct vcpu_entry *c;
+
+		if (!(vm = kvm_vm_of(st, (uint32_t)(st->vgone_key[i] >> 32))) ||
+		    !vm->k.row.live || !(c = vcpu_row(st, vm, (uint32_t)st->vgone_key[i])))
+			continue;
+		add_vm_stats(c->sum, &st->vgone[i]);
+		c->seen = true;
+	}
+}
+
+/* Sum per VM: what the slots the agent freed left, what the kernel
+ * folded from destroyed vCPUs (vms_gone), and the live slots'. Exited
+ * VMMs' counts are folded first, so that a VM restarted under its name
+ * in the same refresh finds them in its row. */
+static void sum_vms(struct kvm_state *st, struct virt_family *fam)
+{
+	uint32_t max_vms = (uint32_t)fam->opts[OPT_MAX_VMS].u;
+	int n, nv;
+
+	st->nlive = 0;
+	for (size_t i = 0; i < st->vms.n; i++) {
+		struct vm_entry *vm = kvm_vm_at(st, i);
+
+		vm->k.row.live = kvm_vm_alive(vm);
+		st->nlive += vm->k.row.live;
+		if (!vm->k.row.live && !vm->retired)	/* its threads are other VMs' no more */
+			id_unmark(st->skel->bss->vmm_tgids, (uint32_t)vm->k.key);
+	}
+	scan_slots(st);
+	free_exited_slots(st);
+	forget_free_slots(st);
+	n = read_gone(st, max_vms);
+	fold_exited_gone(st, n);
+	nv = fold_exited_vcpus_gone(st, vcpus_gone_now(st));
+	retire_exited(st);
+	for (size_t i = 0; i < st->vms.n; i++) {
+		struct vm_entry *vm = kvm_vm_at(st, i);
+
+		memcpy(vm->sum, vm->gone, sizeof(vm->sum));
+		vm->d.run_delay = vm->d.rd_gone;
+	}
+	for (size_t j = 0; j < st->nocc; j++) {
+		size_t i = st->occ[j];
+		const volatile struct kvm_vcpu_slot *v = &st->vcpus[i];
+		uint64_t ident = v->ident;
+		uint32_t tgid = v->tgid;
+		struct vm_entry *vm;
+
+		if (ident <= KVM_VCPU_RETIRED || !tgid)
+			continue;
+		rec_take(st, &st->recs[i], v);
+		vm = vm_row(st, tgid, &st->recs[i].dropped, max_vms);
+		if (!vm)
+			continue;
+		add_words(vm->sum, st->recs[i].last);
+		vm->d.run_delay += st->recs[i].rd;
+	}
+	for (int i = 0; i < n; i++) {
+		bool dropped = true;	/* counted when its slots were live */
+		struct vm_entry *vm;
+
+		if (st->gone_tgid[i] && (vm = vm_row(st, st->gone_tgid[i], &dropped, max_vms)))
+			add_vm_stats(vm->sum, &st->gone[i]);
+	}
+	sum_vcpus(st, nv);
+}
+
+static uint64_t hist_mass(const uint64_t *h)
+{
+	uint64_t n = 0;
+
+	for (unsigned int b = 0; b < VIRT_HIST_BUCKETS; b++)
+		n += h[b];
+	return n;
+}
+
+/* A live VM's counts of waits and halts, its rows beside the main one.
+ * Without the scheduler hooks its split has no instances (not zeros). */
+static void vm_rows_set(const struct kvm_state *st, struct vm_entry *vm)
+{
+	vm->sched = st->sched_on;
+	vm->poll = st->poll_on;
+	vm->d.waits = hist_mass(&vm->sum[W_WAIT_HIST]);
+	vm->d.halts = hist_mass(&vm->sum[W_HALT_HIST]);
+	vm->d.halt_slept = vm->d.halts - vm->sum[W_HALT_POLLED];
+	for (unsigned int c = 0; c < KVM_WAIT_CLASSES; c++) {
+		virt_row_set(&vm->by[c], &vm->sum[W_WAIT_BY + c], 1, NULL);
+		if (vm->sched)
+			virt_row_expose(&vm->by[c], true);
+		else
+			virt_row_retire(&vm->by[c]);
+	}
+	virt_row_set(&vm->halt, NULL, 0, &vm->sum[W_HALT_HIST]);
+	virt_row_expose(&vm->halt, false);
+}
+
+/* Per-VM rows: the sums, taken again while the kernel folded a slot
+ * meanwhile (folds are rare and short: a vCPU destroyed). Slots are freed
+ * as vCPUs and VMMs go, so the arrays return to their baseline after VMs
+ * come and go; exited VMMs leave the instance domain. */
+void kvm_vms_read(struct kvm_state *st, struct virt_family *fam)
+{
+	const __u64 *begun = &st->skel->bss->folds_begun, *done = &st->skel->bss->folds_done;
+
+	for (int tries = 0; tries < 100; tries++) {
+		uint64_t d = __atomic_load_n(done, __ATOMIC_ACQUIRE);
+		uint64_t b = __atomic_load_n(begun, __ATOMIC_ACQUIRE);
+
+		if (b == d) {
+			sum_vms(st, fam);
+			if (__atomic_load_n(begun, __ATOMIC_ACQUIRE) == b)
+				break;
+		}
+		sched_yield();
+	}
+	for (size_t i = 0; i < st->vms.n; i++) {
+		struct vm_entry *vm = kvm_vm_at(st, i);
+
+		if (!vm->k.row.live)
+			continue;
+		virt_row_set(&vm->k.row, vm->sum, VM_WORDS, &vm->sum[W_WAIT_HIST]);
+		virt_row_expose(&vm->k.row, true);
+		vm_rows_set(st, vm);
+	}
+	for (size_t i = 0; i < st->vcpu_rows.n; i++) {
+		struct vcpu_entry *c = (struct vcpu_entry *)st->vcpu_rows.v[i];
+
+		virt_row_set(&c->k.row, c->sum, VM_WORDS, NULL);
+		if (c->seen)
+			virt_row_expose(&c->k.row, true);
+		else
+			virt_row_retire(&c->k.row);
+	}
+}
+
