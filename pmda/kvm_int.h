@@ -60,6 +60,7 @@ struct vm_entry {
 	uint64_t subs_gen;
 	uint64_t gone[VM_WORDS];
 	uint64_t sum[VM_WORDS];
+	unsigned int vcpus_seen;	/* its vCPU rows counted in this refresh */
 	struct vm_derived d;
 	/* "<vm>/<class>": sum[W_WAIT_BY + class] in v[0]; the halt histogram
 	 * (histogram instances only) */

@@ -168,19 +168,6 @@ void kvm_statfds_drop_stale(struct kvm_state *st)
 	}
 }
 
-/* vCPU rows of the VM counted in this refresh (the BPF side saw them). */
-static unsigned int vcpus_seen(const struct kvm_state *st, const struct vm_entry *vm)
-{
-	unsigned int n = 0;
-
-	for (size_t i = 0; i < st->vcpu_rows.n; i++) {
-		const struct vcpu_entry *c = (const struct vcpu_entry *)st->vcpu_rows.v[i];
-
-		n += c->vm == vm && c->seen;
-	}
-	return n;
-}
-
 /* The VM's statistics fds, current: taken again when one of its vCPU fds
  * changed, or when it has more vCPUs than fds. */
 static void vstats_refresh_fds(struct kvm_state *st, struct vm_entry *vm)
@@ -188,7 +175,7 @@ static void vstats_refresh_fds(struct kvm_state *st, struct vm_entry *vm)
 	char path[32];
 	int dirfd;
 
-	if (vm->vs_err || (vm->nvsfd && vstats_current(vm) && vm->nvsfd >= vcpus_seen(st, vm)))
+	if (vm->vs_err || (vm->nvsfd && vstats_current(vm) && vm->nvsfd >= vm->vcpus_seen))
 		return;
 	kvm_statfds_close(vm);
 	snprintf(path, sizeof(path), "/proc/%u/fd", (uint32_t)vm->k.key);

@@ -592,6 +592,7 @@ void kvm_vms_read(struct kvm_state *st, struct virt_family *fam)
 	for (size_t i = 0; i < st->vms.n; i++) {
 		struct vm_entry *vm = kvm_vm_at(st, i);
 
+		vm->vcpus_seen = 0;
 		if (!vm->k.row.live)
 			continue;
 		virt_row_set(&vm->k.row, vm->sum, VM_WORDS, &vm->sum[W_WAIT_HIST]);
@@ -602,10 +603,12 @@ void kvm_vms_read(struct kvm_state *st, struct virt_family *fam)
 		struct vcpu_entry *c = (struct vcpu_entry *)st->vcpu_rows.v[i];
 
 		virt_row_set(&c->k.row, c->sum, VM_WORDS, NULL);
-		if (c->seen)
+		if (c->seen) {
 			virt_row_expose(&c->k.row, true);
-		else
+			c->vm->vcpus_seen++;
+		} else {
 			virt_row_retire(&c->k.row);
+		}
 	}
 }
 
