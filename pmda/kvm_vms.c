@@ -39,11 +39,15 @@ struct vm_entry *kvm_vm_at(struct kvm_state *st, size_t i)
 	return (struct vm_entry *)st->vms.v[i];
 }
 
+/* Is VMM process tgid alive? Its row (vm, kvm_vm_of()'s) says, else /proc. */
+static bool process_alive(const struct vm_entry *vm, uint32_t tgid)
+{
+	return vm ? vm->k.row.live : virt_pid_alive(tgid);
+}
+
 static bool vmm_alive(struct kvm_state *st, uint32_t tgid)
 {
-	struct vm_entry *vm = kvm_vm_of(st, tgid);
-
-	return vm ? vm->k.row.live : virt_pid_alive(tgid);
+	return process_alive(kvm_vm_of(st, tgid), tgid);
 }
 
 /* ------------------------------------------------------------ per vCPU */
@@ -70,6 +74,25 @@ static struct vcpu_entry *vcpu_of(struct kvm_state *st, uint32_t tgid, uint32_t 
 	struct vm_entry *vm = kvm_vm_of(st, tgid);
 
 	return vm ? vcpu_row(st, vm, id) : NULL;
+}
+
+/* The vCPU row of process tgid's vCPU id, if its VM has a live row. */
+static struct vcpu_entry *live_vcpu_of(struct kvm_state *st, uint32_t tgid, uint32_t id)
+{
+	struct vm_entry *vm = kvm_vm_of(st, tgid);
+
+	return vm && vm->k.row.live ? vcpu_row(st, vm, id) : NULL;
+}
+
+/* A vcpus_gone key's process and vCPU (kvm.h) */
+static uint32_t vgone_tgid(uint64_t key)
+{
+	return (uint32_t)(key >> 32);
+}
+
+static uint32_t vgone_vcpu(uint64_t key)
+{
+	return (uint32_t)key;
 }
 
 /* The VM's row goes: its vCPUs' rows too. */
@@ -172,8 +195,8 @@ void kvm_vcpus_forget(struct kvm_state *st, uint32_t max_vms)
 	}
 	n = st->skel ? read_vcpus_gone(st) : 0;
 	for (int i = 0; i < n; i++) {
-		struct vcpu_entry *c = vcpu_of(st, (uint32_t)(st->vgone_key[i] >> 32),
-					       (uint32_t)st->vgone_key[i]);
+		struct vcpu_entry *c = vcpu_of(st, vgone_tgid(st->vgone_key[i]),
+					       vgone_vcpu(st->vgone_key[i]));
 
 		if (c)
 			add_vm_stats(c->gone, &st->vgone[i]);
@@ -254,6 +277,13 @@ static void vcpu_free(struct kvm_state *st, size_t i)
 	__atomic_store_n(&v->ident, 0, __ATOMIC_RELEASE);
 }
 
+/* A VM's sums begin with what its gone slots and threads left. */
+static void vm_sum_begin(struct vm_entry *vm)
+{
+	memcpy(vm->sum, vm->gone, sizeof(vm->sum));
+	vm->d.run_delay = vm->d.rd_gone;
+}
+
 /* A new VM's rows beside its main one (which holds its wait histogram):
  * "<vm>/<class>" of its wait by what held the CPU, its halt histogram. */
 static void vm_rows_init(struct vm_entry *vm)
@@ -306,8 +336,7 @@ static struct vm_entry *vm_row(struct kvm_state *st, uint32_t tgid, bool *droppe
 		st->nretired -= vm->retired;
 		vm->retired = false;
 		virt_table_rekey(&st->vms, vm, tgid);
-		memcpy(vm->sum, vm->gone, sizeof(vm->sum));
-		vm->d.run_delay = vm->d.rd_gone;
+		vm_sum_begin(vm);
 	} else if ((vm = virt_table_add(&st->vms, tgid, virt_indom(VIRT_I_KVM_VM),
 					virt_indom(VIRT_I_KVM_VM_WAIT_HIST), id->name))) {
 		vm_rows_init(vm);
@@ -415,7 +444,7 @@ static void fold_exited_gone(struct kvm_state *st, int n)
 	for (int i = 0; i < n; i++) {
 		struct vm_entry *vm = kvm_vm_of(st, st->gone_tgid[i]);
 
-		if (vm ? vm->k.row.live : virt_pid_alive(st->gone_tgid[i]))
+		if (process_alive(vm, st->gone_tgid[i]))
 			continue;
 		if (vm)
 			add_vm_stats(vm->gone, &st->gone[i]);
@@ -432,16 +461,16 @@ static int fold_exited_vcpus_gone(struct kvm_state *st, int n)
 	int kept = 0;
 
 	for (int i = 0; i < n; i++) {
-		uint32_t tgid = (uint32_t)(st->vgone_key[i] >> 32);
+		uint32_t tgid = vgone_tgid(st->vgone_key[i]);
 		struct vm_entry *vm = kvm_vm_of(st, tgid);
 		struct vcpu_entry *c;
 
-		if (vm ? vm->k.row.live : virt_pid_alive(tgid)) {
+		if (process_alive(vm, tgid)) {
 			st->vgone_key[kept] = st->vgone_key[i];
 			st->vgone[kept++] = st->vgone[i];
 			continue;
 		}
-		if (vm && (c = vcpu_row(st, vm, (uint32_t)st->vgone_key[i])))
+		if (vm && (c = vcpu_row(st, vm, vgone_vcpu(st->vgone_key[i]))))
 			add_vm_stats(c->gone, &st->vgone[i]);
 		virt_map_delete(bpf_map__fd(st->skel->maps.vcpus_gone), &st->vgone_key[i]);
 	}
@@ -462,22 +491,19 @@ static void sum_vcpus(struct kvm_state *st, int nvgone)
 	}
 	for (size_t j = 0; j < st->nocc; j++) {
 		const struct vcpu_rec *r = &st->recs[st->occ[j]];
-		struct vm_entry *vm;
 		struct vcpu_entry *c;
 
-		if (!r->tgid || !(vm = kvm_vm_of(st, r->tgid)) || !vm->k.row.live ||
-		    !(c = vcpu_row(st, vm, r->id)))
+		if (!r->tgid || !(c = live_vcpu_of(st, r->tgid, r->id)))
 			continue;
 		add_words(c->sum, r->last);
 		c->run_delay += r->rd;
 		c->seen = true;
 	}
 	for (int i = 0; i < nvgone; i++) {
-		struct vm_entry *vm;
-		struct vcpu_entry *c;
+		struct vcpu_entry *c = live_vcpu_of(st, vgone_tgid(st->vgone_key[i]),
+						    vgone_vcpu(st->vgone_key[i]));
 
-		if (!(vm = kvm_vm_of(st, (uint32_t)(st->vgone_key[i] >> 32))) ||
-		    !vm->k.row.live || !(c = vcpu_row(st, vm, (uint32_t)st->vgone_key[i])))
+		if (!c)
 			continue;
 		add_vm_stats(c->sum, &st->vgone[i]);
 		c->seen = true;
@@ -512,8 +538,7 @@ static void sum_vms(struct kvm_state *st, struct virt_family *fam)
 	for (size_t i = 0; i < st->vms.n; i++) {
 		struct vm_entry *vm = kvm_vm_at(st, i);
 
-		memcpy(vm->sum, vm->gone, sizeof(vm->sum));
-		vm->d.run_delay = vm->d.rd_gone;
+		vm_sum_begin(vm);
 	}
 	for (size_t j = 0; j < st->nocc; j++) {
 		size_t i = st->occ[j];
