@@ -480,6 +480,15 @@ void virt_table_remove(struct virt_table *t, void *entry)
 	}
 }
 
+int virt_table_init_sums(struct virt_table *t, void *entry, struct virt_sums *sums,
+			 unsigned int n)
+{
+	if (virt_sums_init(sums, n) == 0)
+		return 0;
+	virt_table_remove(t, entry);
+	return -1;
+}
+
 void virt_table_clear(struct virt_table *t)
 {
 	for (size_t i = 0; i < t->n; i++) {

@@ -249,6 +249,10 @@ void virt_table_rekey(struct virt_table *t, void *entry, uint64_t key);
 /* Release the entry's main row and free it (the family releases its other
  * rows first). Entries after it may change position in v, none moves. */
 void virt_table_remove(struct virt_table *t, void *entry);
+/* Give the entry's sums (one of its fields) n words; out of memory: the
+ * entry is removed, -1. */
+int virt_table_init_sums(struct virt_table *t, void *entry, struct virt_sums *sums,
+			 unsigned int n);
 /* Remove every entry and free the table's arrays. */
 void virt_table_clear(struct virt_table *t);
 
