@@ -202,11 +202,9 @@ static int vhost_configure(struct virt_family *fam, struct virt_skel *obj, const
 			   char *why, size_t len)
 {
 	struct vhost_bpf *skel = (struct vhost_bpf *)obj;
-	unsigned int bits = 1;
+	unsigned int bits = virt_slots_bits(2 * fam->opts[OPT_MAX_QUEUES].u);
 
 	(void)method, (void)why, (void)len;
-	while ((1UL << bits) < 2 * fam->opts[OPT_MAX_QUEUES].u)
-		bits++;
 	skel->rodata->stall_ns = fam->opts[OPT_STALL_US].u * 1000ull;
 	skel->rodata->slot_bits = bits;
 	bpf_map__set_max_entries(skel->maps.queues, 1U << bits);

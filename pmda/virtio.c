@@ -152,11 +152,9 @@ static int virtio_configure(struct virt_family *fam, struct virt_skel *obj, cons
 {
 	struct virtio_bpf *skel = (struct virtio_bpf *)obj;
 	bool latency = fam->opts[OPT_LATENCY].b;
-	unsigned int bits = 1, nblocks;
+	unsigned int bits = virt_slots_bits(fam->opts[OPT_MAX_QUEUES].u), nblocks;
 
 	(void)method, (void)why, (void)len;
-	while ((1UL << bits) < fam->opts[OPT_MAX_QUEUES].u)
-		bits++;
 	skel->rodata->latency = latency;
 	skel->rodata->slot_bits = bits;
 	bpf_map__set_max_entries(skel->maps.queues, 1U << bits);

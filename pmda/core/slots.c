@@ -16,6 +16,15 @@ void *virt_slot_at(const struct virt_slots *t, size_t k)
 	return t->mem + k * t->lay->size;
 }
 
+unsigned int virt_slots_bits(unsigned long want)
+{
+	unsigned int bits = 1;
+
+	while ((1UL << bits) < want)
+		bits++;
+	return bits;
+}
+
 int virt_slots_open(struct virt_slots *t, const struct virt_slot_layout *lay, void *mem,
 		    size_t n)
 {

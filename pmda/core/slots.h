@@ -63,6 +63,9 @@ struct virt_slots {
 typedef bool (*virt_slot_claim_fn)(void *ctx, struct virt_slots *t, size_t k,
 				   struct virt_slot_rec *rec);
 
+/* The array's size for want objects, as a power of two: the smallest
+ * bits with 1 << bits >= want, at least 1 (the BPF side hashes into it). */
+unsigned int virt_slots_bits(unsigned long want);
 /* Map the BPF array map in (virt_map_mmap); 0, or -1 with why. */
 struct bpf_map;
 int virt_slots_map(struct virt_slots *t, const struct virt_slot_layout *lay,

@@ -118,6 +118,8 @@ int main(void)
 		CHECK(virt_sums_init(&f.rows[r], NSUM) == 0);
 	CHECK(virt_slots_open(&t, &lay, mem, NSLOTS) == 0);
 	CHECK(virt_slot_at(&t, 2) == (void *)&mem[2]);
+	CHECK(virt_slots_bits(0) == 1 && virt_slots_bits(2) == 1 && virt_slots_bits(3) == 2);
+	CHECK(virt_slots_bits(1024) == 10 && virt_slots_bits(1025) == 11);
 	fill(&mem[0], 0x1000, 1, 5, 9);
 	fill(&mem[1], 0x2000, 2, 3, 3);
 	mem[1].filled = 0;			/* being claimed */
