@@ -90,23 +90,30 @@ static void check_vmx_table(void)
 }
 
 /* The exits qa/src/kvmguest.c makes, by the vendors' numbers. */
+static const struct {
+	unsigned int isa, code;
+	const char *name;
+} guest_exits[] = {
+	{ KVM_ISA_VMX, 30, "IO_INSTRUCTION" },
+	{ KVM_ISA_VMX, 10, "CPUID" },
+	{ KVM_ISA_VMX, 18, "VMCALL" },
+	{ KVM_ISA_VMX, 12, "HLT" },
+	{ KVM_ISA_VMX, 48, "EPT_VIOLATION" },
+	{ KVM_ISA_VMX, 1, "EXTERNAL_INTERRUPT" },
+	/* a VM entry that fails on guest state: bit 31 + basic reason 33 */
+	{ KVM_ISA_VMX, 0x80000021, "INVALID_STATE" },
+	{ KVM_ISA_SVM, 0x7b, "io" },
+	{ KVM_ISA_SVM, 0x72, "cpuid" },
+	{ KVM_ISA_SVM, 0x81, "hypercall" },
+	{ KVM_ISA_SVM, 0x78, "hlt" },
+	{ KVM_ISA_SVM, 0x400, "npf" },
+	{ KVM_ISA_SVM, 0x60, "interrupt" },
+};
+
 static void check_guest_exits(void)
 {
-	CHECK(is_named(KVM_ISA_VMX, 30, "IO_INSTRUCTION"));
-	CHECK(is_named(KVM_ISA_VMX, 10, "CPUID"));
-	CHECK(is_named(KVM_ISA_VMX, 18, "VMCALL"));
-	CHECK(is_named(KVM_ISA_VMX, 12, "HLT"));
-	CHECK(is_named(KVM_ISA_VMX, 48, "EPT_VIOLATION"));
-	CHECK(is_named(KVM_ISA_VMX, 1, "EXTERNAL_INTERRUPT"));
-	/* a VM entry that fails on guest state: bit 31 + basic reason 33 */
-	CHECK(is_named(KVM_ISA_VMX, 0x80000021, "INVALID_STATE"));
-
-	CHECK(is_named(KVM_ISA_SVM, 0x7b, "io"));
-	CHECK(is_named(KVM_ISA_SVM, 0x72, "cpuid"));
-	CHECK(is_named(KVM_ISA_SVM, 0x81, "hypercall"));
-	CHECK(is_named(KVM_ISA_SVM, 0x78, "hlt"));
-	CHECK(is_named(KVM_ISA_SVM, 0x400, "npf"));
-	CHECK(is_named(KVM_ISA_SVM, 0x60, "interrupt"));
+	for (size_t i = 0; i < sizeof(guest_exits) / sizeof(guest_exits[0]); i++)
+		CHECK(is_named(guest_exits[i].isa, guest_exits[i].code, guest_exits[i].name));
 }
 
 static void check_svm_table(void)
