@@ -67,7 +67,6 @@ static const struct virt_option qemu_options[NOPTS] = {
 
 #define NW (sizeof(struct qemu_net_stats) / sizeof(__u64))
 #define NWD(field) (offsetof(struct qemu_net_stats, field) / sizeof(__u64))
-#define NSCALAR NWD(rx_hist)
 #define VW (sizeof(struct qemu_vq_stats) / sizeof(__u64))
 #define VWD(field) (offsetof(struct qemu_vq_stats, field) / sizeof(__u64))
 
@@ -141,7 +140,8 @@ struct p_row {
 	uint64_t start;			/* the process's start time (vmid.h) */
 	struct q_bin *bin;
 	bool measured;			/* its binary has the net functions' symbols */
-	uint64_t sum[NSCALAR], base[NSCALAR], last[NW];
+	struct virt_sums sums;		/* every word: earlier attaches' + last */
+	uint64_t last[NW];		/* the procs map's value at the latest read */
 	bool present;			/* in the latest /proc scan */
 	bool counted;			/* in the procs map */
 	uint64_t devs[64];		/* VirtIODevice * in order of first sight */
@@ -469,7 +469,8 @@ static struct p_row *proc_of(struct qemu_state *st, uint32_t pid, bool create)
 	if ((old = virt_table_find_name(&st->procs, name)))
 		proc_free(st, old);
 	if (!(r = virt_table_add(&st->procs, pid, virt_indom(VIRT_I_QEMU_PROC),
-				 virt_indom(VIRT_I_QEMU_RX_HIST), name)))
+				 virt_indom(VIRT_I_QEMU_RX_HIST), name)) ||
+	    virt_table_init_sums(&st->procs, r, &r->sums, NW) < 0)
 		return NULL;
 	r->pid = pid;
 	r->start = vm->start;
@@ -507,6 +508,7 @@ static void proc_free(struct qemu_state *st, struct p_row *r)
 	}
 	for (size_t h = 1; h < NHISTS; h++)
 		virt_row_release(&r->more[h - 1]);
+	virt_sums_release(&r->sums);
 	virt_table_remove(&st->procs, r);
 }
 
@@ -608,13 +610,13 @@ static bool qemu_ready(struct virt_family *fam)
 	return st->scan_ok;
 }
 
-static struct virt_skel *open_skel(void)
+static struct virt_skel *qemu_open_skel(void)
 {
 	return (struct virt_skel *)qemu_bpf__open();
 }
 
-static int configure(struct virt_family *fam, struct virt_skel *obj, const char *method,
-		     char *why, size_t len)
+static int qemu_configure(struct virt_family *fam, struct virt_skel *obj, const char *method,
+			  char *why, size_t len)
 {
 	struct qemu_bpf *skel = (struct qemu_bpf *)obj;
 
@@ -627,7 +629,7 @@ static int configure(struct virt_family *fam, struct virt_skel *obj, const char 
 
 /* The skeleton attaches nothing (no target in the programs' sections): a
  * scan attaches every probe-able binary, and counts its links. */
-static int attached(struct virt_family *fam, struct virt_skel *obj, char *why, size_t len)
+static int qemu_attached(struct virt_family *fam, struct virt_skel *obj, char *why, size_t len)
 {
 	struct qemu_state *st = fam->priv;
 
@@ -652,9 +654,9 @@ static const char *const qemu_methods[] = { "uprobe" };
 static const struct virt_attach_ops qemu_ops = {
 	.methods = qemu_methods,
 	.nmethods = VIRT_ARRAY_SIZE(qemu_methods),
-	.open = open_skel,
-	.configure = configure,
-	.attached = attached,
+	.open = qemu_open_skel,
+	.configure = qemu_configure,
+	.attached = qemu_attached,
 };
 
 static int qemu_attach(struct virt_family *fam)
@@ -685,11 +687,8 @@ static void qemu_detach(struct virt_family *fam)
 	for (size_t i = 0; i < st->procs.n; i++) {
 		struct p_row *r = (struct p_row *)st->procs.v[i];
 
-		memcpy(r->base, r->sum, sizeof(r->base));
+		virt_sums_rebase(&r->sums);
 		memset(r->last, 0, sizeof(r->last));
-		virt_row_rebase(&r->k.row);
-		for (size_t h = 1; h < NHISTS; h++)
-			virt_row_rebase(&r->more[h - 1]);
 		r->counted = false;
 	}
 	while (st->vqs.n)
@@ -721,12 +720,12 @@ static void read_procs(struct qemu_state *st)
 	for (size_t i = 0; i < st->procs.n; i++) {
 		struct p_row *r = (struct p_row *)st->procs.v[i];
 
-		for (size_t w = 0; w < NSCALAR; w++)
-			r->sum[w] = r->base[w] + r->last[w];
+		virt_sums_begin(&r->sums);
+		virt_sums_add(&r->sums, r->last);
 		for (size_t h = 0; h < NHISTS; h++) {
 			struct virt_row *row = h ? &r->more[h - 1] : &r->k.row;
 
-			virt_row_set(row, NULL, 0, &r->last[hists[h].word]);
+			virt_row_set(row, NULL, 0, &r->sums.sum[hists[h].word]);
 			virt_row_expose(row, true);
 		}
 	}
@@ -843,7 +842,7 @@ static int qemu_refresh(struct virt_family *fam)
 /* -------------------------------------------------------------- fetch */
 
 #define NET(id, field) [VIRT_M_QEMU_##id] = \
-	VIRT_ANSWER_WORD_WHEN(QEMU_PROC, struct p_row, k.row, sum[NWD(field)], measured)
+	VIRT_ANSWER_SUM_WHEN(QEMU_PROC, struct p_row, k.row, sums, NWD(field), measured)
 #define VQ(id, field) [VIRT_M_QEMU_VQ_##id] = \
 	VIRT_ANSWER_WORD(QEMU_VQ, struct v_row, k.row, v[VWD(field)])
 

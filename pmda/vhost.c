@@ -29,6 +29,7 @@
  */
 #include "virt.h"
 #include "rows.h"
+#include "slots.h"
 #include "vhost.h"
 #include "vhost.skel.h"
 #include "vmid.h"
@@ -40,7 +41,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/time.h>
 #include <time.h>
 
@@ -58,6 +58,22 @@ static const struct virt_option vhost_options[NOPTS] = {
 #define SW (sizeof(struct vhost_queue) / sizeof(__u64))
 #define W(field) (offsetof(struct vhost_queue, field) / sizeof(__u64))
 #define FIRST_COUNTER W(kicks)
+/* a counter's word in the sums */
+#define C(field) (W(field) - FIRST_COUNTER)
+
+_Static_assert(VHOST_SLOT_FREED == VIRT_SLOT_FREED, "the agent frees slots as the BPF side reads them");
+
+/* A queue's slot: its struct vhost_queue is read, the words from kicks on
+ * are counters. */
+static const struct virt_slot_layout vhost_slot_layout = {
+	.size = sizeof(struct vhost_slot),
+	.owner = offsetof(struct vhost_slot, vq),
+	.filled = offsetof(struct vhost_slot, q.dev),
+	.words = offsetof(struct vhost_slot, q),
+	.nwords = SW,
+	.first = FIRST_COUNTER,
+	.dead = W(dead),
+};
 
 /* ------------------------------------------------------------- state */
 
@@ -67,10 +83,8 @@ static const struct virt_option vhost_options[NOPTS] = {
 struct q_row {
 	struct virt_keyed k;		/* key: the name's; k.row: latency */
 	struct virt_row pkts, bytes;
-	uint64_t base[SW];		/* folded: dead pointers, earlier attaches */
-	uint64_t sum[SW];
+	struct virt_sums sums;		/* from kicks on: dead pointers', earlier attaches', live ones' */
 	uint32_t owner;
-	unsigned int live;
 	bool named;			/* the owner's VM has a name (vmid.h) */
 };
 
@@ -84,14 +98,12 @@ struct v_dev {
 	unsigned int refs;		/* queue pointers on it */
 };
 
-/* A queue seen in a slot of the queues array. */
+/* A queue seen in a slot of the queues array (the slot's record's entry). */
 struct q_ptr {
 	struct virt_keyed k;		/* key: struct vhost_virtqueue * */
 	size_t slot;
 	struct q_row *row;
 	struct v_dev *dev;
-	uint64_t last[SW];
-	bool seen;
 };
 
 /* handle_kick functions by address (virt_ksym_lookup). */
@@ -124,8 +136,7 @@ struct vhost_state {
 	struct kick_fn fns[64];
 	unsigned int nfns;
 	struct virt_bulk bulk;		/* for the drops map */
-	struct vhost_slot *slots;	/* the queues array, mmap'ed */
-	size_t nslots, slots_len;
+	struct virt_slots slots;	/* the queues array, mmap'ed: a record per slot */
 	/* stall events */
 	struct stall_rec *ev;		/* ring of max_events */
 	size_t evcap;
@@ -166,7 +177,7 @@ static void find_handlers(struct vhost_state *st);
 
 /* Keep only the handler programs of drivers that are loaded: fentry and
  * kprobe on a function of a module that is not there cannot load/attach. */
-static void drop_absent(struct vhost_bpf *skel, const struct vhost_state *st)
+static void vhost_drop_absent(struct vhost_bpf *skel, const struct vhost_state *st)
 {
 	struct bpf_program *prog;
 
@@ -180,49 +191,41 @@ static void drop_absent(struct vhost_bpf *skel, const struct vhost_state *st)
 	}
 }
 
-static struct virt_skel *open_skel(void)
+static struct virt_skel *vhost_open_skel(void)
 {
 	return (struct virt_skel *)vhost_bpf__open();
 }
 
 /* Slots: twice max_queues (queues and vhost-net's socket polls), a power
  * of two. */
-static int configure(struct virt_family *fam, struct virt_skel *obj, const char *method,
-		     char *why, size_t len)
+static int vhost_configure(struct virt_family *fam, struct virt_skel *obj, const char *method,
+			   char *why, size_t len)
 {
 	struct vhost_bpf *skel = (struct vhost_bpf *)obj;
-	unsigned int bits = 1;
+	unsigned int bits = virt_slots_bits(2 * fam->opts[OPT_MAX_QUEUES].u);
 
 	(void)method, (void)why, (void)len;
-	while ((1UL << bits) < 2 * fam->opts[OPT_MAX_QUEUES].u)
-		bits++;
 	skel->rodata->stall_ns = fam->opts[OPT_STALL_US].u * 1000ull;
 	skel->rodata->slot_bits = bits;
 	bpf_map__set_max_entries(skel->maps.queues, 1U << bits);
-	drop_absent(skel, fam->priv);
+	vhost_drop_absent(skel, fam->priv);
 	return 0;
 }
 
 /* The queues array mapped in, the stall ring buffer opened. */
-static int attached(struct virt_family *fam, struct virt_skel *obj, char *why, size_t len)
+static int vhost_attached(struct virt_family *fam, struct virt_skel *obj, char *why, size_t len)
 {
 	struct vhost_state *st = fam->priv;
 	struct vhost_bpf *skel = (struct vhost_bpf *)obj;
-	size_t n = bpf_map__max_entries(skel->maps.queues), bytes;
-	void *mem = virt_map_mmap(skel->maps.queues, &bytes, why, len);
 
-	if (!mem)
+	if (virt_slots_map(&st->slots, &vhost_slot_layout, skel->maps.queues, why, len) < 0)
 		return -1;
 	st->rb = ring_buffer__new(bpf_map__fd(skel->maps.stalls), on_record, st, NULL);
-	if (!st->rb) {
-		snprintf(why, len, "ring buffer: %s", strerror(errno));
-		munmap(mem, bytes);
-		return -1;
-	}
-	st->slots = mem;
-	st->nslots = n;
-	st->slots_len = bytes;
-	return 0;
+	if (st->rb)
+		return 0;
+	snprintf(why, len, "ring buffer: %s", strerror(errno));
+	virt_slots_unmap(&st->slots);
+	return -1;
 }
 
 static const char *const vhost_methods[] = { "fentry", "kprobe" };
@@ -230,9 +233,9 @@ static const char *const vhost_methods[] = { "fentry", "kprobe" };
 static const struct virt_attach_ops vhost_ops = {
 	.methods = vhost_methods,
 	.nmethods = VIRT_ARRAY_SIZE(vhost_methods),
-	.open = open_skel,
-	.configure = configure,
-	.attached = attached,
+	.open = vhost_open_skel,
+	.configure = vhost_configure,
+	.attached = vhost_attached,
 };
 
 static int vhost_attach(struct virt_family *fam)
@@ -365,7 +368,8 @@ static void dev_put(struct vhost_state *st, struct v_dev *d)
 		virt_table_remove(&st->devs, d);
 }
 
-static struct q_row *row_get(struct vhost_state *st, const char *name, uint32_t owner, bool named)
+static struct q_row *vhost_row_get(struct vhost_state *st, const char *name, uint32_t owner,
+				   bool named)
 {
 	struct q_row *r = virt_table_find_name(&st->rows, name);
 
@@ -376,8 +380,9 @@ static struct q_row *row_get(struct vhost_state *st, const char *name, uint32_t 
 		return r;
 	}
 	if (!(r = virt_table_add(&st->rows, virt_name_key(name), virt_indom(VIRT_I_VHOST_QUEUE),
-				      virt_indom(VIRT_I_VHOST_LATENCY_HIST), name)))
-		return r;
+				      virt_indom(VIRT_I_VHOST_LATENCY_HIST), name)) ||
+	    virt_table_init_sums(&st->rows, r, &r->sums, SW - FIRST_COUNTER) < 0)
+		return NULL;
 	virt_row_init(&r->pkts, PM_INDOM_NULL, virt_indom(VIRT_I_VHOST_PACKETS_HIST), name);
 	virt_row_init(&r->bytes, PM_INDOM_NULL, virt_indom(VIRT_I_VHOST_BYTES_HIST), name);
 	r->owner = owner;
@@ -386,8 +391,8 @@ static struct q_row *row_get(struct vhost_state *st, const char *name, uint32_t 
 }
 
 /* First sight of a queue pointer: name it from its map value. */
-static struct q_ptr *ptr_add(struct vhost_state *st, size_t slot, uint64_t vq,
-			     const struct vhost_queue *v)
+static struct q_ptr *vhost_ptr_add(struct vhost_state *st, size_t slot, uint64_t vq,
+				   const struct vhost_queue *v)
 {
 	const struct kick_fn *fn = kick_fn_of(st, v->fn);
 	const char *kind = fn ? fn->kind : "vhost";
@@ -397,8 +402,6 @@ static struct q_ptr *ptr_add(struct vhost_state *st, size_t slot, uint64_t vq,
 	struct q_row *r;
 	struct q_ptr *p;
 
-	if (!v->dev)
-		return NULL;		/* being filled in by the BPF side right now */
 	if (!(d = dev_get(st, v->dev, v->owner, kind)))
 		return NULL;
 	if (fn && fn->queue)
@@ -413,7 +416,7 @@ static struct q_ptr *ptr_add(struct vhost_state *st, size_t slot, uint64_t vq,
 	else
 		snprintf(name, sizeof(name), "%u/%s%u/%s", v->owner, kind, d->id, qname);
 	d->refs++;
-	if (!(r = row_get(st, name, v->owner, vm && vm->named)) ||
+	if (!(r = vhost_row_get(st, name, v->owner, vm && vm->named)) ||
 	    !(p = virt_table_add(&st->ptrs, vq, PM_INDOM_NULL, PM_INDOM_NULL, ""))) {
 		dev_put(st, d);
 		return NULL;
@@ -424,57 +427,52 @@ static struct q_ptr *ptr_add(struct vhost_state *st, size_t slot, uint64_t vq,
 	return p;
 }
 
-static bool is_live(const void *p, const void *arg)
+/* A slot of the queues array first seen with owner vq: a queue named, a
+ * socket poll's (notvq) given back once dead, else skipped. */
+static bool vhost_claim(void *ctx, struct virt_slots *t, size_t k, struct virt_slot_rec *rec)
 {
-	(void)arg;
-	return !((const struct q_ptr *)p)->last[W(dead)];
+	const struct vhost_slot *s = virt_slot_at(t, k);
+	struct vhost_queue v;
+	struct q_ptr *p;
+
+	if (__atomic_load_n(&s->notvq, __ATOMIC_RELAXED)) {
+		if (rec->last[W(dead)])
+			virt_slots_free(t, k);
+		return false;
+	}
+	memcpy(&v, rec->last, sizeof(v));
+	if (!(p = vhost_ptr_add(ctx, k, rec->owner, &v)))
+		return false;
+	rec->sums = &p->row->sums;
+	rec->entry = p;
+	return true;
+}
+
+static bool vhost_ptr_live(const void *p, const void *slots)
+{
+	return !((const struct virt_slots *)slots)->rec[((const struct q_ptr *)p)->slot].dead;
 }
 
 /* The queue at vq: the live one if a dead one had the address before. */
-static struct q_ptr *ptr_find(struct vhost_state *st, uint64_t vq)
+static struct q_ptr *vhost_ptr_find(struct vhost_state *st, uint64_t vq)
 {
-	struct q_ptr *p = virt_table_find_if(&st->ptrs, vq, is_live, NULL);
+	struct q_ptr *p = virt_table_find_if(&st->ptrs, vq, vhost_ptr_live, &st->slots);
 
 	return p ? p : virt_table_find(&st->ptrs, vq);
 }
 
-static bool in_slot(const void *p, const void *slot)
+/* A dead or vanished pointer (slot k): its counts go into the row, its
+ * slot (if read) and (last queue) device go. */
+static void vhost_ptr_bury(struct vhost_state *st, size_t k)
 {
-	return ((const struct q_ptr *)p)->slot == *(const size_t *)slot;
-}
+	struct q_ptr *p = st->slots.rec[k].entry;
 
-/* Give a slot back: its words are zeroed first, all but the dead mark (the
- * BPF side skips a dead slot and no longer finds one whose vq changed),
- * then vq says "freed"; the queue that claims it next clears the mark. */
-static void slot_free(struct vhost_state *st, size_t slot)
-{
-	struct vhost_slot *s = &st->slots[slot];
-	uint64_t *w = (uint64_t *)s, dead = W(dead) + offsetof(struct vhost_slot, q) / 8;
-
-	for (size_t k = 1; k < sizeof(*s) / sizeof(uint64_t); k++)
-		if (k != dead)
-			__atomic_store_n(&w[k], 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->vq, VHOST_SLOT_FREED, __ATOMIC_RELEASE);
-}
-
-static void fold(struct q_ptr *p)
-{
-	for (size_t w = FIRST_COUNTER; w < SW; w++)
-		p->row->base[w] += p->last[w];
-}
-
-/* A dead or vanished pointer: its counts go into the row, its slot (if
- * free) and (last queue) device go. */
-static void ptr_bury(struct vhost_state *st, struct q_ptr *p, bool free)
-{
-	fold(p);
-	if (free && st->slots)
-		slot_free(st, p->slot);
 	dev_put(st, p->dev);
 	virt_table_remove(&st->ptrs, p);
+	virt_slots_bury(&st->slots, k, st->slots.rec[k].seen);
 }
 
-static void row_retire(struct q_row *r)
+static void vhost_row_retire(struct q_row *r)
 {
 	virt_row_retire(&r->k.row);
 	virt_row_retire(&r->pkts);
@@ -482,8 +480,9 @@ static void row_retire(struct q_row *r)
 }
 
 /* Its VMM is gone: forget it. */
-static void row_remove(struct vhost_state *st, struct q_row *r)
+static void vhost_row_remove(struct vhost_state *st, struct q_row *r)
 {
+	virt_sums_release(&r->sums);
 	virt_row_release(&r->pkts);
 	virt_row_release(&r->bytes);
 	virt_table_remove(&st->rows, r);
@@ -497,22 +496,16 @@ static void vhost_detach(struct virt_family *fam)
 		return;
 	ring_buffer__free(st->rb);
 	st->rb = NULL;
-	if (st->slots)
-		munmap(st->slots, st->slots_len);
-	st->slots = NULL;
-	st->nslots = 0;
+	virt_slots_unmap(&st->slots);
 	virt_skel_destroy((struct virt_skel *)st->skel);
 	st->skel = NULL;
-	for (size_t i = 0; i < st->ptrs.n; i++)
-		fold((struct q_ptr *)st->ptrs.v[i]);
 	virt_table_clear(&st->ptrs);
 	virt_table_clear(&st->devs);
 	for (size_t i = 0; i < st->rows.n; i++) {
 		struct q_row *r = (struct q_row *)st->rows.v[i];
 
-		memcpy(r->sum, r->base, sizeof(r->sum));
-		r->live = 0;
-		row_retire(r);
+		virt_sums_begin(&r->sums);
+		vhost_row_retire(r);
 	}
 	st->evlost += st->bpf_drops;	/* keep dropped monotonic */
 	st->bpf_drops = 0;
@@ -554,7 +547,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	r->seq = st->evnext++;
 	r->tv.tv_sec = (time_t)(wall / 1000000000ull);
 	r->tv.tv_usec = (suseconds_t)(wall % 1000000000ull / 1000);
-	p = ptr_find(st, e->vq);
+	p = vhost_ptr_find(st, e->vq);
 	snprintf(r->queue, sizeof(r->queue), "%s", p ? p->row->k.row.name : "unknown");
 	r->latency = e->latency;
 	r->cpu = e->cpu;
@@ -623,46 +616,16 @@ static bool owner_alive(uint32_t pid)
 	       virt_pid_alive(pid);
 }
 
-/* A slot's words, each an aligned 8-byte load: the BPF side may be adding
- * to them. */
-static void read_slot(const struct vhost_slot *s, struct vhost_queue *out)
+/* Dead queues, queues whose slot was not read and queues whose owner is
+ * gone leave. */
+static void vhost_bury_gone(struct vhost_state *st)
 {
-	const uint64_t *w = (const uint64_t *)&s->q;
-	uint64_t *o = (uint64_t *)out;
+	for (size_t k = 0; k < st->slots.n; k++) {
+		const struct virt_slot_rec *rec = &st->slots.rec[k];
 
-	for (size_t i = 0; i < SW; i++)
-		o[i] = __atomic_load_n(&w[i], __ATOMIC_RELAXED);
-}
-
-/* Every slot in use: a queue's counters into its pointer (first sight:
- * named), a dead poll's slot given back. */
-static void read_slots(struct vhost_state *st)
-{
-	struct vhost_queue v = { 0 };
-
-	for (size_t i = 0; i < st->ptrs.n; i++)
-		((struct q_ptr *)st->ptrs.v[i])->seen = false;
-	for (size_t k = 0; k < st->nslots; k++) {
-		struct vhost_slot *s = &st->slots[k];
-		uint64_t vq = __atomic_load_n(&s->vq, __ATOMIC_ACQUIRE);
-		struct q_ptr *p;
-
-		if (vq <= VHOST_SLOT_FREED)
-			continue;
-		read_slot(s, &v);
-		if (!v.dev)
-			continue;	/* being claimed */
-		if (__atomic_load_n(&s->notvq, __ATOMIC_RELAXED)) {
-			if (v.dead)
-				slot_free(st, k);
-			continue;
-		}
-		/* only the agent frees a slot: a pointer there is this queue */
-		p = virt_table_find_if(&st->ptrs, vq, in_slot, &k);
-		if (!p && !(p = ptr_add(st, k, vq, &v)))
-			continue;
-		memcpy(p->last, &v, sizeof(p->last));
-		p->seen = true;
+		if (rec->owner && (!rec->seen || rec->dead ||
+				   !owner_alive(((const struct q_ptr *)rec->entry)->row->owner)))
+			vhost_ptr_bury(st, k);
 	}
 }
 
@@ -670,48 +633,31 @@ static int vhost_refresh(struct virt_family *fam)
 {
 	struct vhost_state *st = fam->priv;
 
-	read_slots(st);
+	virt_slots_read(&st->slots, vhost_claim, st);
 	/* stall records name their queue: before dead queues leave */
 	if (st->rb) {
 		virt_bpf_syscalls++;
 		ring_buffer__consume(st->rb);
 	}
-	for (size_t i = 0; i < st->ptrs.n;) {
-		struct q_ptr *p = (struct q_ptr *)st->ptrs.v[i];
-
-		if (!p->seen || p->last[W(dead)] || !owner_alive(p->row->owner))
-			ptr_bury(st, p, p->seen);
-		else
-			i++;
-	}
-	for (size_t i = 0; i < st->rows.n; i++) {
-		struct q_row *r = (struct q_row *)st->rows.v[i];
-
-		memcpy(r->sum, r->base, sizeof(r->sum));
-		r->live = 0;
-	}
-	for (size_t i = 0; i < st->ptrs.n; i++) {
-		struct q_ptr *p = (struct q_ptr *)st->ptrs.v[i];
-
-		for (size_t w = FIRST_COUNTER; w < SW; w++)
-			p->row->sum[w] += p->last[w];
-		p->row->live++;
-	}
+	vhost_bury_gone(st);
+	for (size_t i = 0; i < st->rows.n; i++)
+		virt_sums_begin(&((struct q_row *)st->rows.v[i])->sums);
+	virt_slots_sum(&st->slots);
 	for (size_t i = 0, kept = 0; i < st->rows.n;) {
 		struct q_row *r = (struct q_row *)st->rows.v[i];
 
-		virt_row_set(&r->k.row, NULL, 0, &r->sum[W(lat)]);
-		virt_row_set(&r->pkts, NULL, 0, &r->sum[W(pkts)]);
-		virt_row_set(&r->bytes, NULL, 0, &r->sum[W(bytes)]);
-		if (r->live) {
+		virt_row_set(&r->k.row, NULL, 0, &r->sums.sum[C(lat)]);
+		virt_row_set(&r->pkts, NULL, 0, &r->sums.sum[C(pkts)]);
+		virt_row_set(&r->bytes, NULL, 0, &r->sums.sum[C(bytes)]);
+		if (r->sums.live) {
 			virt_row_expose(&r->k.row, true);
 			virt_row_expose(&r->pkts, true);
 			virt_row_expose(&r->bytes, true);
 			i++;
 		} else {
-			row_retire(r);
+			vhost_row_retire(r);
 			if (!owner_alive(r->owner) && (!r->named || kept++ >= VIRT_KEEP_EXITED))
-				row_remove(st, r);
+				vhost_row_remove(st, r);
 			else
 				i++;
 		}
@@ -725,7 +671,7 @@ static int vhost_refresh(struct virt_family *fam)
 /* -------------------------------------------------------------- fetch */
 
 #define WORD(id, field) \
-	[VIRT_M_VHOST_##id] = VIRT_ANSWER_WORD(VHOST_QUEUE, struct q_row, k.row, sum[W(field)])
+	[VIRT_M_VHOST_##id] = VIRT_ANSWER_SUM(VHOST_QUEUE, struct q_row, k.row, sums, C(field))
 #define PCTS(id, hrow) \
 	VIRT_ANSWER_PERCENTILES(VIRT_M_VHOST_##id, VHOST_QUEUE, struct q_row, k.row, hrow)
 

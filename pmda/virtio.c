@@ -22,6 +22,7 @@
  */
 #include "virt.h"
 #include "rows.h"
+#include "slots.h"
 #include "virtio.h"
 #include "virtio.skel.h"
 
@@ -32,7 +33,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -52,43 +52,44 @@ static const struct virt_option virtio_options[NOPTS] = {
 #define W(field) (offsetof(struct virtio_stats, field) / sizeof(__u64))
 #define HIST0 W(hist)
 
-/* A queue by name; values = base (dead pointers, earlier attaches) + the
- * live pointers' current values. */
+_Static_assert(VIRTIO_SLOT_FREED == VIRT_SLOT_FREED, "the agent frees slots as the BPF side reads them");
+
+/* A queue's slot: its stats are read, every word a counter but dead. */
+static const struct virt_slot_layout virtio_slot_layout = {
+	.size = sizeof(struct virtio_slot),
+	.owner = offsetof(struct virtio_slot, vq),
+	.filled = offsetof(struct virtio_slot, ready),	/* its names are in "info" */
+	.words = offsetof(struct virtio_slot, s),
+	.nwords = SW,
+	.first = 0,
+	.dead = W(dead),
+};
+
+/* A queue by name; sums (SW words): dead queues', earlier attaches' and
+ * the live queues'. */
 struct vq_row {
 	struct virt_keyed k;		/* by name; k.row: pmdaCache private */
-	uint64_t base[SW];
-	uint64_t sum[SW];
+	struct virt_sums sums;
 	uint64_t inflight;
 	bool timed;			/* latency = true: inflight and unseen counted */
 	char driver[VIRTIO_NAME_LEN];
 	char device[VIRTIO_NAME_LEN];
 	char vdev[VIRTIO_NAME_LEN];	/* virtioN, for the /sys lookups */
 	time_t device_try;
-	unsigned int live;		/* live pointers in the latest refresh */
-};
-
-/* What the agent knows of a slot of the queues array: the struct
- * virtqueue * holding it (0: none). */
-struct vq_ptr {
-	uint64_t vq;
-	struct vq_row *row;
-	uint64_t last[SW];		/* the slot's counters at the latest refresh */
 };
 
 struct virtio_state {
 	struct virtio_bpf *skel;
 	struct virt_table rows;		/* of struct vq_row */
-	struct vq_ptr *ptrs;		/* one per slot */
+	struct virt_slots slots;	/* the queues map, mmap'ed: a record per slot */
 	struct virt_bulk bulk;		/* bulk-read buffers */
-	struct virtio_slot *slots;	/* the queues map, mmap'ed */
-	size_t nslots, slots_len;
 };
 
 /* ------------------------------------------------------------- ready */
 
 /* virtio_ring built in: /sys/module/virtio_ring exists only for a module
  * (it has no parameters), so ask modules.builtin once. */
-static bool ring_builtin(void)
+static bool virtio_ring_builtin(void)
 {
 	static int cached = -1;
 	struct utsname u;
@@ -119,7 +120,7 @@ static bool ring_builtin(void)
 
 static bool virtio_ready(struct virt_family *fam)
 {
-	if (virt_kmod_present("virtio_ring") || ring_builtin())
+	if (virt_kmod_present("virtio_ring") || virtio_ring_builtin())
 		return true;
 	virt_set_reason(fam, "kernel module virtio_ring not loaded");
 	return false;
@@ -128,7 +129,7 @@ static bool virtio_ready(struct virt_family *fam)
 /* ------------------------------------------------------------ attach */
 
 /* Counts only: the descriptor-head hooks stay out. */
-static void no_timing(struct bpf_object *obj)
+static void virtio_no_timing(struct bpf_object *obj)
 {
 	struct bpf_program *prog;
 
@@ -140,22 +141,20 @@ static void no_timing(struct bpf_object *obj)
 	}
 }
 
-static struct virt_skel *open_skel(void)
+static struct virt_skel *virtio_open_skel(void)
 {
 	return (struct virt_skel *)virtio_bpf__open();
 }
 
 /* Slots for max_queues, a power of two; heads timed in blocks. */
-static int configure(struct virt_family *fam, struct virt_skel *obj, const char *method,
-		     char *why, size_t len)
+static int virtio_configure(struct virt_family *fam, struct virt_skel *obj, const char *method,
+			    char *why, size_t len)
 {
 	struct virtio_bpf *skel = (struct virtio_bpf *)obj;
 	bool latency = fam->opts[OPT_LATENCY].b;
-	unsigned int bits = 1, nblocks;
+	unsigned int bits = virt_slots_bits(fam->opts[OPT_MAX_QUEUES].u), nblocks;
 
 	(void)method, (void)why, (void)len;
-	while ((1UL << bits) < fam->opts[OPT_MAX_QUEUES].u)
-		bits++;
 	skel->rodata->latency = latency;
 	skel->rodata->slot_bits = bits;
 	bpf_map__set_max_entries(skel->maps.queues, 1U << bits);
@@ -167,29 +166,17 @@ static int configure(struct virt_family *fam, struct virt_skel *obj, const char 
 	bpf_map__set_max_entries(skel->maps.blocks, nblocks);
 	bpf_map__set_max_entries(skel->maps.timed, nblocks * VIRTIO_BLOCK);
 	if (!latency)
-		no_timing(skel->obj);
+		virtio_no_timing(skel->obj);
 	return 0;
 }
 
 /* The queues array mapped in, a record per slot. */
-static int attached(struct virt_family *fam, struct virt_skel *obj, char *why, size_t len)
+static int virtio_attached(struct virt_family *fam, struct virt_skel *obj, char *why, size_t len)
 {
 	struct virtio_state *st = fam->priv;
-	struct virtio_bpf *skel = (struct virtio_bpf *)obj;
-	size_t n = bpf_map__max_entries(skel->maps.queues), bytes;
-	void *mem = virt_map_mmap(skel->maps.queues, &bytes, why, len);
 
-	if (!mem)
-		return -1;
-	if (!(st->ptrs = calloc(n, sizeof(*st->ptrs)))) {
-		snprintf(why, len, "out of memory");
-		munmap(mem, bytes);
-		return -1;
-	}
-	st->slots = mem;
-	st->nslots = n;
-	st->slots_len = bytes;
-	return 0;
+	return virt_slots_map(&st->slots, &virtio_slot_layout,
+			      ((struct virtio_bpf *)obj)->maps.queues, why, len);
 }
 
 static const char *const virtio_methods[] = { "fentry", "kprobe" };
@@ -197,13 +184,13 @@ static const char *const virtio_methods[] = { "fentry", "kprobe" };
 static const struct virt_attach_ops virtio_ops = {
 	.methods = virtio_methods,
 	.nmethods = VIRT_ARRAY_SIZE(virtio_methods),
-	.open = open_skel,
-	.configure = configure,
-	.attached = attached,
+	.open = virtio_open_skel,
+	.configure = virtio_configure,
+	.attached = virtio_attached,
 };
 
 /* for the drops counters (the queues are read in place) */
-static int alloc_buffers(struct virtio_state *st)
+static int virtio_alloc_buffers(struct virtio_state *st)
 {
 	return virt_bulk_alloc(&st->bulk, VIRTIO_DROPS, sizeof(__u32), sizeof(__u64));
 }
@@ -216,7 +203,7 @@ static int virtio_attach(struct virt_family *fam)
 		st = calloc(1, sizeof(*st));
 		if (!st)
 			return -ENOMEM;
-		if (alloc_buffers(st) < 0) {
+		if (virtio_alloc_buffers(st) < 0) {
 			free(st);
 			return -ENOMEM;
 		}
@@ -230,24 +217,16 @@ static int virtio_attach(struct virt_family *fam)
 
 /* ------------------------------------------------------------- rows */
 
-static void fold(struct vq_ptr *p)
-{
-	for (size_t w = 0; w < SW; w++)
-		p->row->base[w] += p->last[w];
-	p->row->base[W(dead)] = 0;
-}
-
-static struct vq_row *row_at(struct virtio_state *st, size_t i)
+static struct vq_row *virtio_row_at(struct virtio_state *st, size_t i)
 {
 	return (struct vq_row *)st->rows.v[i];
 }
 
-/* The row's values without its live pointers': base alone. */
-static void row_to_base(struct vq_row *r)
+/* The row's values without its live queues': base alone. */
+static void virtio_row_to_base(struct vq_row *r)
 {
-	memcpy(r->sum, r->base, sizeof(r->sum));
+	virt_sums_begin(&r->sums);
 	r->inflight = 0;
-	r->live = 0;
 }
 
 /* The BPF object goes: what it counted moves into the bases, every queue
@@ -259,25 +238,17 @@ static void virtio_detach(struct virt_family *fam)
 
 	if (!st)
 		return;
-	for (size_t k = 0; k < st->nslots; k++)
-		if (st->ptrs[k].vq)
-			fold(&st->ptrs[k]);
-	free(st->ptrs);
-	st->ptrs = NULL;
-	if (st->slots)
-		munmap(st->slots, st->slots_len);
-	st->slots = NULL;
-	st->nslots = 0;
+	virt_slots_unmap(&st->slots);
 	virt_skel_destroy((struct virt_skel *)st->skel);
 	st->skel = NULL;
 	for (size_t i = 0; i < st->rows.n; i++) {
-		row_to_base(row_at(st, i));
-		virt_row_retire(&row_at(st, i)->k.row);
+		virtio_row_to_base(virtio_row_at(st, i));
+		virt_row_retire(&virtio_row_at(st, i)->k.row);
 	}
 }
 
 /* block or net device of virtioN, from /sys (empty if none). */
-static void find_device(struct vq_row *r)
+static void virtio_find_device(struct vq_row *r)
 {
 	static const char *const kinds[] = { "block", "net" };
 	time_t now = time(NULL);
@@ -302,15 +273,17 @@ static void find_device(struct vq_row *r)
 	}
 }
 
-/* First sight of a pointer: its names from the info map (one lookup per
- * new queue, not per refresh). */
-static struct vq_ptr *ptr_add(struct virtio_state *st, size_t slot, uint64_t vq)
+/* First sight of a queue (slot k, its owner rec->owner): its names from
+ * the info map (one lookup per new queue, not per refresh). */
+static bool virtio_claim(void *ctx, struct virt_slots *t, size_t k, struct virt_slot_rec *rec)
 {
+	struct virtio_state *st = ctx;
 	struct virtio_vq_info vi;
 	char dev[VIRTIO_NAME_LEN], q[VIRTIO_NAME_LEN], name[VIRT_NAME_MAX];
+	uint64_t vq = rec->owner;
 	struct vq_row *r;
-	struct vq_ptr *p;
 
+	(void)t, (void)k;
 	memset(&vi, 0, sizeof(vi));
 	virt_bpf_syscalls++;
 	if (bpf_map_lookup_elem(bpf_map__fd(st->skel->maps.info), &vq, &vi) < 0)
@@ -321,59 +294,53 @@ static struct vq_ptr *ptr_add(struct virtio_state *st, size_t slot, uint64_t vq)
 	virt_sanitize(q, sizeof(q), vi.name[0] ? vi.name : "unknown");
 	snprintf(name, sizeof(name), "%s/%s", dev, q);
 	if (!(r = virt_table_get_name(&st->rows, virt_indom(VIRT_I_VIRTIO_QUEUE),
-				      virt_indom(VIRT_I_VIRTIO_QUEUE_HIST), name)))
-		return NULL;
+				      virt_indom(VIRT_I_VIRTIO_QUEUE_HIST), name)) ||
+	    (!r->sums.n && virt_table_init_sums(&st->rows, r, &r->sums, SW) < 0))
+		return false;
 	if (vi.driver[0])
 		virt_sanitize(r->driver, sizeof(r->driver), vi.driver);
 	snprintf(r->vdev, sizeof(r->vdev), "%s", dev);
-	p = &st->ptrs[slot];
-	memset(p, 0, sizeof(*p));
-	p->vq = vq;
-	p->row = r;
-	return p;
+	rec->sums = &r->sums;
+	rec->entry = r;
+	return true;
 }
 
-/* A dead queue's slot: fold it into its row and give the slot back. The
- * BPF side skips a slot marked dead, so nothing writes it meanwhile: its
- * counters are zeroed first, all but the mark, then the owner word says
- * "freed" (the queue that claims it next clears the mark). Its names go
- * too, unless the address has a slot again (a new queue where the dead
- * one was). */
-static void ptr_bury(struct virtio_state *st, size_t slot)
+static bool virtio_vq_has_slot(const struct virtio_state *st, uint64_t vq)
 {
-	struct vq_ptr *p = &st->ptrs[slot];
-	struct virtio_slot *s = &st->slots[slot];
-	bool reused = false;
-
-	fold(p);
-	if (__atomic_load_n(&s->vq, __ATOMIC_ACQUIRE) == p->vq && p->last[W(dead)]) {
-		uint64_t *w = (uint64_t *)&s->s;
-
-		for (size_t k = 0; k < SW; k++)
-			if (k != W(dead))
-				__atomic_store_n(&w[k], 0, __ATOMIC_RELAXED);
-		s->ready = s->prepared = s->last_tok = s->add_head = s->done_head = 0;
-		memset(s->block, 0, sizeof(s->block));
-		__atomic_store_n(&s->vq, VIRTIO_SLOT_FREED, __ATOMIC_RELEASE);
-	}
-	for (size_t k = 0; k < st->nslots; k++)
-		if (k != slot && st->ptrs[k].vq == p->vq)
-			reused = true;
-	if (!reused) {
-		virt_bpf_syscalls++;
-		bpf_map_delete_elem(bpf_map__fd(st->skel->maps.info), &p->vq);
-	}
-	memset(p, 0, sizeof(*p));
+	for (size_t k = 0; k < st->slots.n; k++)
+		if (st->slots.rec[k].owner == vq)
+			return true;
+	return false;
 }
 
-/* The slot's counters, word by word (each an aligned 8-byte load: the BPF
- * side may be adding to them). */
-static void read_slot(const struct virtio_slot *s, uint64_t *out)
+/* A dead queue: its counts into its row, its slot back. Its names go too,
+ * unless the address has a slot again (a new queue where the dead one
+ * was). */
+static void virtio_bury(struct virtio_state *st, size_t k)
 {
-	const uint64_t *w = (const uint64_t *)&s->s;
+	uint64_t vq = st->slots.rec[k].owner;
 
-	for (size_t i = 0; i < SW; i++)
-		out[i] = __atomic_load_n(&w[i], __ATOMIC_RELAXED);
+	virt_slots_bury(&st->slots, k, true);
+	if (virtio_vq_has_slot(st, vq))
+		return;
+	virt_bpf_syscalls++;
+	bpf_map_delete_elem(bpf_map__fd(st->skel->maps.info), &vq);
+}
+
+/* Adds since attach not yet completed, per queue (never negative), into
+ * its row's inflight. */
+static void virtio_add_inflight(struct virtio_state *st)
+{
+	for (size_t k = 0; k < st->slots.n; k++) {
+		const struct virt_slot_rec *rec = &st->slots.rec[k];
+		uint64_t open;
+
+		if (!rec->owner)
+			continue;
+		open = rec->last[W(adds)] - rec->last[W(untracked)];
+		if (open > rec->last[W(settled)])
+			((struct vq_row *)rec->entry)->inflight += open - rec->last[W(settled)];
+	}
 }
 
 /* ----------------------------------------------------------- refresh */
@@ -383,50 +350,24 @@ static int virtio_refresh(struct virt_family *fam)
 {
 	struct virtio_state *st = fam->priv;
 
-	for (size_t k = 0; k < st->nslots; k++) {
-		struct virtio_slot *s = &st->slots[k];
-		uint64_t vq = __atomic_load_n(&s->vq, __ATOMIC_ACQUIRE);
-		struct vq_ptr *p = &st->ptrs[k];
-
-		/* a slot being claimed shows once its names are in "info" */
-		if (vq <= VIRTIO_SLOT_FREED || !__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE))
-			continue;
-		/* only the agent frees a slot, so p->vq is vq or 0 */
-		if (p->vq != vq && !ptr_add(st, k, vq))
-			continue;
-		read_slot(s, p->last);
-	}
+	virt_slots_read(&st->slots, virtio_claim, st);
 	/* queues deleted since the last refresh leave (after their last counts
 	 * went into the row); all slots are read first, so a new queue at a
 	 * dead one's address keeps the names */
-	for (size_t k = 0; k < st->nslots; k++)
-		if (st->ptrs[k].vq && st->ptrs[k].last[W(dead)])
-			ptr_bury(st, k);
+	for (size_t k = 0; k < st->slots.n; k++)
+		if (st->slots.rec[k].owner && st->slots.rec[k].dead)
+			virtio_bury(st, k);
 	for (size_t i = 0; i < st->rows.n; i++)
-		row_to_base(row_at(st, i));
-	for (size_t k = 0; k < st->nslots; k++) {
-		struct vq_ptr *p = &st->ptrs[k];
-		struct vq_row *r = p->row;
-		uint64_t open;
-
-		if (!p->vq)
-			continue;
-		open = p->last[W(adds)] - p->last[W(untracked)];
-
-		for (size_t w = 0; w < SW; w++)
-			r->sum[w] += p->last[w];
-		/* adds since attach not yet completed; never negative */
-		if (open > p->last[W(settled)])
-			r->inflight += open - p->last[W(settled)];
-		r->live++;
-	}
+		virtio_row_to_base(virtio_row_at(st, i));
+	virt_slots_sum(&st->slots);
+	virtio_add_inflight(st);
 	for (size_t i = 0; i < st->rows.n; i++) {
-		struct vq_row *r = row_at(st, i);
+		struct vq_row *r = virtio_row_at(st, i);
 
 		r->timed = fam->opts[OPT_LATENCY].b;
-		virt_row_set(&r->k.row, NULL, 0, &r->sum[HIST0]);
-		if (r->live) {
-			find_device(r);
+		virt_row_set(&r->k.row, NULL, 0, &r->sums.sum[HIST0]);
+		if (r->sums.live) {
+			virtio_find_device(r);
 			virt_row_expose(&r->k.row, true);
 		} else {
 			virt_row_retire(&r->k.row);
@@ -440,7 +381,7 @@ static int virtio_refresh(struct virt_family *fam)
 /* -------------------------------------------------------------- fetch */
 
 #define WORD(id, field) \
-	[VIRT_M_VIRTIO_##id] = VIRT_ANSWER_WORD(VIRTIO_QUEUE, struct vq_row, k.row, sum[W(field)])
+	[VIRT_M_VIRTIO_##id] = VIRT_ANSWER_SUM(VIRTIO_QUEUE, struct vq_row, k.row, sums, W(field))
 
 static const struct virt_answer virtio_answers[VIRT_NMETRICS] = {
 	WORD(SGS_OUT, sgs_out),
@@ -457,8 +398,8 @@ static const struct virt_answer virtio_answers[VIRT_NMETRICS] = {
 	VIRT_ANSWER_PERCENTILES(VIRT_M_VIRTIO_LAT, VIRTIO_QUEUE, struct vq_row, k.row, k.row),
 	[VIRT_M_VIRTIO_INFLIGHT] = VIRT_ANSWER_WORD_WHEN(VIRTIO_QUEUE, struct vq_row, k.row,
 							 inflight, timed),
-	[VIRT_M_VIRTIO_UNSEEN] = VIRT_ANSWER_WORD_WHEN(VIRTIO_QUEUE, struct vq_row, k.row,
-						       sum[W(unseen)], timed),
+	[VIRT_M_VIRTIO_UNSEEN] = VIRT_ANSWER_SUM_WHEN(VIRTIO_QUEUE, struct vq_row, k.row,
+						      sums, W(unseen), timed),
 	[VIRT_M_VIRTIO_QUEUE_NAME] = VIRT_ANSWER_NAME(VIRTIO_QUEUE),
 	[VIRT_M_VIRTIO_QUEUE_DRIVER] = VIRT_ANSWER_STRING(VIRTIO_QUEUE, struct vq_row, k.row,
 							  driver, ""),

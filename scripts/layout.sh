@@ -1,7 +1,7 @@
 #!/bin/sh
 # The layout list behind every module's layout hash (pmda/core/layout.h):
 # each struct, union and enum that the headers a module may include
-# (pmda/core/virt.h, rows.h, hist.h, config.h, array.h, vmid.h) define,
+# (pmda/core/virt.h, rows.h, slots.h, hist.h, config.h, array.h, vmid.h) define,
 # with its members (fields, enumerators) in order, read from clang's AST of
 # those headers. Enums whose constants come from the metric tables are
 # left out: VIRT_TABLES_CRC covers them. One line per record:
@@ -12,7 +12,7 @@
 clang=$1; shift
 probe=$(mktemp --suffix=.c) || exit 1
 trap 'rm -f "$probe"' EXIT
-printf '#include "virt.h"\n#include "rows.h"\n#include "hist.h"\n#include "config.h"\n#include "array.h"\n#include "vmid.h"\n' > "$probe"
+printf '#include "virt.h"\n#include "rows.h"\n#include "slots.h"\n#include "hist.h"\n#include "config.h"\n#include "array.h"\n#include "vmid.h"\n' > "$probe"
 "$clang" "$@" -DVIRT_LAYOUT_PROBE -fsyntax-only -fno-color-diagnostics \
 	-Xclang -ast-dump "$probe" > "$probe.ast" || { rm -f "$probe.ast"; exit 1; }
 awk '

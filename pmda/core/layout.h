@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "rows.h"
+#include "slots.h"
 #include "hist.h"
 #include "config.h"
 #include "array.h"

@@ -237,6 +237,14 @@ static int answer_string(const char *s, const char *empty, pmAtomValue *atom)
 	return PMDA_FETCH_STATIC;
 }
 
+static int answer_sum(const struct virt_sums *s, unsigned int w, pmAtomValue *atom)
+{
+	if (w >= s->n)
+		return PMDA_FETCH_NOVALUES;
+	atom->ull = s->sum[w];
+	return PMDA_FETCH_STATIC;
+}
+
 /* The answers that need no row. */
 static int answer_rowless(const struct virt_answer *a, struct virt_family *fam,
 			  unsigned int inst, pmAtomValue *atom)
@@ -270,6 +278,7 @@ int virt_answer(const struct virt_answer *a, struct virt_family *fam, unsigned i
 
 	switch (a->kind) {
 	case VIRT_ANS_WORD:
+	case VIRT_ANS_SUM:
 	case VIRT_ANS_PERCENTILE:
 	case VIRT_ANS_STRING:
 	case VIRT_ANS_STRING_VIA:
@@ -291,8 +300,54 @@ int virt_answer(const struct virt_answer *a, struct virt_family *fam, unsigned i
 
 		return answer_string(p ? p + a->at : NULL, a->empty, atom);
 	}
+	if (a->kind == VIRT_ANS_SUM)
+		return answer_sum((const struct virt_sums *)(const void *)(row + a->off), a->word, atom);
 	atom->ull = *(const uint64_t *)(const void *)(row + a->off);
 	return PMDA_FETCH_STATIC;
+}
+
+/* ------------------------------------------------------------- sums */
+
+int virt_sums_init(struct virt_sums *s, unsigned int n)
+{
+	uint64_t *words = calloc(2 * (size_t)(n ? n : 1), sizeof(*words));
+
+	if (!words)
+		return -1;
+	*s = (struct virt_sums){ .base = words, .sum = words + n, .n = n };
+	return 0;
+}
+
+void virt_sums_release(struct virt_sums *s)
+{
+	free(s->base);
+	*s = (struct virt_sums){ 0 };
+}
+
+void virt_sums_fold(struct virt_sums *s, const uint64_t *w)
+{
+	for (unsigned int i = 0; i < s->n; i++)
+		s->base[i] += w[i];
+}
+
+void virt_sums_begin(struct virt_sums *s)
+{
+	if (s->n)
+		memcpy(s->sum, s->base, s->n * sizeof(*s->sum));
+	s->live = 0;
+}
+
+void virt_sums_add(struct virt_sums *s, const uint64_t *w)
+{
+	for (unsigned int i = 0; i < s->n; i++)
+		s->sum[i] += w[i];
+	s->live++;
+}
+
+void virt_sums_rebase(struct virt_sums *s)
+{
+	if (s->n)
+		memcpy(s->base, s->sum, s->n * sizeof(*s->base));
 }
 
 /* ------------------------------------------------------------- tables */
@@ -423,6 +478,15 @@ void virt_table_remove(struct virt_table *t, void *entry)
 		reindex(t);		/* same size: cannot fail */
 		return;
 	}
+}
+
+int virt_table_init_sums(struct virt_table *t, void *entry, struct virt_sums *sums,
+			 unsigned int n)
+{
+	if (virt_sums_init(sums, n) == 0)
+		return 0;
+	virt_table_remove(t, entry);
+	return -1;
 }
 
 void virt_table_clear(struct virt_table *t)

@@ -90,6 +90,31 @@ int virt_row_percentile(const struct virt_row *r, unsigned int p, pmAtomValue *a
 
 
 /*
+ * Sums: counter words of a row that outlive what counts them (queues,
+ * processes, BPF objects), n words of any number: sum = base + each live
+ * object's latest words, base = what objects gone and earlier attaches
+ * counted. Counters stay monotonic as objects come and go.
+ */
+struct virt_sums {
+	uint64_t *base, *sum;		/* n words each; NULL before init */
+	unsigned int n;
+	unsigned int live;		/* objects added since virt_sums_begin */
+};
+
+/* Zeroed sums of n words; -1 when out of memory. */
+int virt_sums_init(struct virt_sums *s, unsigned int n);
+void virt_sums_release(struct virt_sums *s);
+/* An object is gone: its last words w[0...n-1] go into the base. */
+void virt_sums_fold(struct virt_sums *s, const uint64_t *w);
+/* Start a refresh's sum: sum = base, no live object. */
+void virt_sums_begin(struct virt_sums *s);
+/* A live object's latest words: sum += w, one more live. */
+void virt_sums_add(struct virt_sums *s, const uint64_t *w);
+/* Every object is going (a detach that forgets them): base = sum. */
+void virt_sums_rebase(struct virt_sums *s);
+
+
+/*
  * Answers: how a metric's value is found, as data. A family gives a table
  * indexed by metric id (the module's answers) and the agent answers every
  * metric of the family from it (virt_answer); a module has no fetch
@@ -101,6 +126,7 @@ int virt_row_percentile(const struct virt_row *r, unsigned int p, pmAtomValue *a
 enum virt_answer_kind {
 	VIRT_ANS_NONE = 0,		/* not in the table: no value */
 	VIRT_ANS_WORD,			/* the uint64_t at off */
+	VIRT_ANS_SUM,			/* word .word of the struct virt_sums at off */
 	VIRT_ANS_BUCKET,		/* a histogram instance's count (indom: its domain) */
 	VIRT_ANS_PERCENTILE,		/* pct-th percentile of the struct virt_row at off */
 	VIRT_ANS_NOVALUES,		/* never a value (event parameters) */
@@ -116,7 +142,8 @@ struct virt_answer {
 	enum virt_indom_id indom;
 	ptrdiff_t off;
 	unsigned int pct;
-	/* a word's or string's condition: the offset of a bool of the entry
+	unsigned int word;		/* SUM: which word */
+	/* a word's, sum's or string's condition: the offset of a bool of the entry
 	 * while which the instance has a value (no value: not measured, not
 	 * zero); 0 for none (offset 0 is the row's name, never a condition) */
 	ptrdiff_t when;
@@ -135,6 +162,15 @@ struct virt_answer {
 #define VIRT_ANSWER_WORD_WHEN(dom, T, row, field, flag) \
 	{ .kind = VIRT_ANS_WORD, .indom = VIRT_I_##dom, .off = VIRT_ANSWER_OFF(T, row, field), \
 	  .when = VIRT_ANSWER_OFF(T, row, flag) }
+/* word w of the entry's struct virt_sums field sums (no value while
+ * the sums have fewer words) */
+#define VIRT_ANSWER_SUM(dom, T, row, sums, w) \
+	{ .kind = VIRT_ANS_SUM, .indom = VIRT_I_##dom, .off = VIRT_ANSWER_OFF(T, row, sums), \
+	  .word = (w) }
+/* the sum's word, while the entry's bool flag is true */
+#define VIRT_ANSWER_SUM_WHEN(dom, T, row, sums, w, flag) \
+	{ .kind = VIRT_ANS_SUM, .indom = VIRT_I_##dom, .off = VIRT_ANSWER_OFF(T, row, sums), \
+	  .word = (w), .when = VIRT_ANSWER_OFF(T, row, flag) }
 #define VIRT_ANSWER_BUCKET(hdom) { .kind = VIRT_ANS_BUCKET, .indom = VIRT_I_##hdom }
 #define VIRT_ANSWER_PERCENTILE(dom, T, row, hrow, p) \
 	{ .kind = VIRT_ANS_PERCENTILE, .indom = VIRT_I_##dom, \
@@ -213,6 +249,10 @@ void virt_table_rekey(struct virt_table *t, void *entry, uint64_t key);
 /* Release the entry's main row and free it (the family releases its other
  * rows first). Entries after it may change position in v, none moves. */
 void virt_table_remove(struct virt_table *t, void *entry);
+/* Give the entry's sums (one of its fields) n words; out of memory: the
+ * entry is removed, -1. */
+int virt_table_init_sums(struct virt_table *t, void *entry, struct virt_sums *sums,
+			 unsigned int n);
 /* Remove every entry and free the table's arrays. */
 void virt_table_clear(struct virt_table *t);
 

@@ -1,6 +1,6 @@
 /* Rows (pmda/core/rows.c): bucket instances, re-attach bases, percentile
- * windows kept only while a row's histogram changes, the keyed table and
- * answers. */
+ * windows kept only while a row's histogram changes, the keyed table,
+ * sums and answers. */
 #include "rows.h"
 #include "unit.h"
 
@@ -152,6 +152,7 @@ struct ans_entry {
 	struct virt_keyed k;
 	struct virt_row second;
 	uint64_t sum[3];
+	struct virt_sums sums;
 	bool measured;
 	char label[8];
 	const struct ans_bin *bin;
@@ -162,7 +163,7 @@ struct ans_state {
 };
 
 enum { A_WORD, A_WHEN, A_BUCKET, A_PCT, A_PCT2, A_NONE, A_NAME, A_STR, A_VIA, A_STATE,
-       A_EVENTS, A_N };
+       A_EVENTS, A_SUM, A_SUM_WHEN, A_SUM_PAST, A_N };
 
 static int events_called;
 static int ans_events(struct virt_family *fam, pmAtomValue *atom)
@@ -199,6 +200,13 @@ static void check_answers(void)
 			    .at = (ptrdiff_t)offsetof(struct ans_bin, path), .empty = "" },
 		[A_STATE] = VIRT_ANSWER_STATE(struct ans_state, total),
 		[A_EVENTS] = VIRT_ANSWER_EVENTS(ans_events),
+		[A_SUM] = { .kind = VIRT_ANS_SUM, .indom = 4,
+			    .off = VIRT_ANSWER_OFF(struct ans_entry, k.row, sums), .word = 4 },
+		[A_SUM_WHEN] = { .kind = VIRT_ANS_SUM, .indom = 4,
+				 .off = VIRT_ANSWER_OFF(struct ans_entry, k.row, sums), .word = 0,
+				 .when = VIRT_ANSWER_OFF(struct ans_entry, k.row, measured) },
+		[A_SUM_PAST] = { .kind = VIRT_ANS_SUM, .indom = 4,
+				 .off = VIRT_ANSWER_OFF(struct ans_entry, k.row, sums), .word = 5 },
 	};
 	static const struct ans_bin bin = { 0, "/usr/bin/x" };
 	struct ans_state state = { 0, 1234 };
@@ -258,8 +266,57 @@ static void check_answers(void)
 	CHECK(virt_answer(&ans[A_EVENTS], &fam, PM_IN_NULL, &a) == PMDA_FETCH_STATIC &&
 	      events_called == 1 && a.ull == 99);
 	CHECK(virt_answer(&ans[A_NAME], &fam, (unsigned int)e->k.row.inst + 1, &a) == PM_ERR_INST);
+	/* words of sums: none before init, then the sum's; past its words none */
+	e->measured = false;
+	CHECK(virt_answer(&ans[A_SUM], &fam, (unsigned int)e->k.row.inst, &a) == PMDA_FETCH_NOVALUES);
+	CHECK(virt_sums_init(&e->sums, 5) == 0);
+	e->sums.sum[4] = 44;
+	e->sums.sum[0] = 10;
+	CHECK(virt_answer(&ans[A_SUM], &fam, (unsigned int)e->k.row.inst, &a) == PMDA_FETCH_STATIC &&
+	      a.ull == 44);
+	CHECK(virt_answer(&ans[A_SUM_WHEN], &fam, (unsigned int)e->k.row.inst, &a) ==
+	      PMDA_FETCH_NOVALUES);
+	e->measured = true;
+	CHECK(virt_answer(&ans[A_SUM_WHEN], &fam, (unsigned int)e->k.row.inst, &a) ==
+	      PMDA_FETCH_STATIC && a.ull == 10);
+	CHECK(virt_answer(&ans[A_SUM_PAST], &fam, (unsigned int)e->k.row.inst, &a) ==
+	      PMDA_FETCH_NOVALUES);
+	CHECK(virt_answer(&ans[A_SUM], &fam, (unsigned int)e->k.row.inst + 1, &a) == PM_ERR_INST);
+	virt_sums_release(&e->sums);
 	virt_row_release(&e->second);
 	virt_table_clear(&t);
+}
+
+/* Sums: base + live objects' words; a gone object's words stay (fold),
+ * and a detach that forgets every object keeps the sum (rebase). */
+static void check_sums(void)
+{
+	struct virt_sums s = { 0 };
+	const uint64_t a[3] = { 1, 2, 3 }, b[3] = { 10, 20, 30 }, a2[3] = { 4, 5, 6 };
+
+	CHECK(virt_sums_init(&s, 3) == 0 && s.n == 3 && s.base && s.sum);
+	CHECK(s.sum[0] == 0 && s.base[2] == 0 && s.live == 0);
+	virt_sums_begin(&s);
+	virt_sums_add(&s, a);
+	virt_sums_add(&s, b);
+	CHECK(s.live == 2 && s.sum[0] == 11 && s.sum[1] == 22 && s.sum[2] == 33);
+	/* a gone: its last words into the base; b grew */
+	virt_sums_fold(&s, a);
+	virt_sums_begin(&s);
+	virt_sums_add(&s, a2);
+	CHECK(s.live == 1 && s.base[0] == 1 && s.sum[0] == 5 && s.sum[2] == 9);
+	/* everything forgotten (a detach): the sum stays the base */
+	virt_sums_rebase(&s);
+	virt_sums_begin(&s);
+	CHECK(s.live == 0 && s.sum[0] == 5 && s.sum[1] == 7 && s.sum[2] == 9);
+	virt_sums_release(&s);
+	CHECK(s.n == 0 && s.base == NULL && s.sum == NULL);
+	/* none at all */
+	CHECK(virt_sums_init(&s, 0) == 0 && s.n == 0);
+	virt_sums_begin(&s);
+	virt_sums_add(&s, a);
+	CHECK(s.live == 1);
+	virt_sums_release(&s);
 }
 
 static void check_grow(void)
@@ -358,6 +415,7 @@ int main(void)
 	CHECK(r.win == NULL);
 	check_table();
 	check_answers();
+	check_sums();
 	check_grow();
 	return UNIT_DONE();
 }
