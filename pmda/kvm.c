@@ -131,12 +131,10 @@ static int kvm_configure(struct virt_family *fam, struct virt_skel *obj, const c
 	struct kvm_bpf *skel = (struct kvm_bpf *)obj;
 	struct kvm_state *st = fam->priv;
 	bool latency = fam->opts[OPT_LATENCY].b;
-	__u32 bits = 1;
+	__u32 bits = virt_slots_bits(2 * fam->opts[OPT_MAX_VCPUS].u);
 	int ncpus;
 
 	(void)why, (void)len;
-	while ((1ULL << bits) < 2 * fam->opts[OPT_MAX_VCPUS].u)
-		bits++;
 	skel->rodata->latency = latency;
 	skel->rodata->slot_bits = bits;
 	skel->rodata->sched = fam->opts[OPT_SCHED].b && strcmp(method, "tp_btf") == 0;

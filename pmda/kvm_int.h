@@ -9,6 +9,7 @@
 
 #include "virt.h"
 #include "rows.h"
+#include "slots.h"
 #include "kvm.h"
 #include "kvm_books.h"
 #include "kvm_vstats.h"
