@@ -131,12 +131,10 @@ static int kvm_configure(struct virt_family *fam, struct virt_skel *obj, const c
 	struct kvm_bpf *skel = (struct kvm_bpf *)obj;
 	struct kvm_state *st = fam->priv;
 	bool latency = fam->opts[OPT_LATENCY].b;
-	__u32 bits = 1;
+	__u32 bits = virt_slots_bits(2 * fam->opts[OPT_MAX_VCPUS].u);
 	int ncpus;
 
 	(void)why, (void)len;
-	while ((1ULL << bits) < 2 * fam->opts[OPT_MAX_VCPUS].u)
-		bits++;
 	skel->rodata->latency = latency;
 	skel->rodata->slot_bits = bits;
 	skel->rodata->sched = fam->opts[OPT_SCHED].b && strcmp(method, "tp_btf") == 0;
@@ -425,12 +423,13 @@ static int kvm_refresh(struct virt_family *fam)
 #define VM(id, indom, T, field) [VIRT_M_KVM_##id] = VIRT_ANSWER_WORD(indom, T, k.row, field)
 #define VM_WHEN(id, field, flag) \
 	[VIRT_M_KVM_VM_##id] = VIRT_ANSWER_WORD_WHEN(KVM_VM, struct vm_entry, k.row, field, flag)
-
+/* word w of an entry's sums; while its bool flag is true */
+#define SUM(id, indom, T, w) [VIRT_M_KVM_##id] = VIRT_ANSWER_SUM(indom, T, k.row, sums, w)
+#define SUM_WHEN(id, indom, T, w, flag) \
+	[VIRT_M_KVM_##id] = VIRT_ANSWER_SUM_WHEN(indom, T, k.row, sums, w, flag)
 /* a sub-reason's count, and its time while measured */
-#define SUB(kind) \
-	WORD(kind##_COUNT, KVM_##kind, W_COUNT), \
-	[VIRT_M_KVM_##kind##_TIME] = VIRT_ANSWER_WORD_WHEN(KVM_##kind, struct sub_entry, k.row, \
-							   k.row.v[W_TIME], timed)
+#define SUB(kind) SUM(kind##_COUNT, KVM_##kind, struct sub_entry, W_COUNT), \
+	SUM_WHEN(kind##_TIME, KVM_##kind, struct sub_entry, W_TIME, timed)
 /* one of KVM's values, in the metric its kind says */
 #define BOOK(id, indom, kind) \
 	[VIRT_M_KVM_##id] = VIRT_ANSWER_WORD_WHEN(indom, struct book_entry, k.row, value, kind)
@@ -463,10 +462,10 @@ static const struct virt_answer kvm_answers[VIRT_NMETRICS] = {
 	VIRT_ANSWER_PERCENTILES(VIRT_M_KVM_VM_RUN_DELAY, KVM_VM, struct vm_entry, k.row, k.row),
 	WORD(VM_RUN_DELAY_BY, KVM_VM_WAIT_BY, 0),
 	VM(VM_HALTS, KVM_VM, struct vm_entry, d.halts),
-	VM(VM_HALT_POLLED, KVM_VM, struct vm_entry, sum[W_HALT_POLLED]),
+	SUM(VM_HALT_POLLED, KVM_VM, struct vm_entry, W_HALT_POLLED),
 	VM(VM_HALT_SLEPT, KVM_VM, struct vm_entry, d.halt_slept),
-	VM(VM_HALT_TIME, KVM_VM, struct vm_entry, sum[W_HALT_NS]),
-	VM_WHEN(HALT_POLL_TIME, sum[W_HALT_POLL_NS], poll),
+	SUM(VM_HALT_TIME, KVM_VM, struct vm_entry, W_HALT_NS),
+	SUM_WHEN(VM_HALT_POLL_TIME, KVM_VM, struct vm_entry, W_HALT_POLL_NS, poll),
 	[VIRT_M_KVM_VM_HALT_HIST] = VIRT_ANSWER_BUCKET(KVM_VM_HALT_HIST),
 	VIRT_ANSWER_PERCENTILES(VIRT_M_KVM_VM_HALT, KVM_VM, struct vm_entry, k.row, halt),
 	SUB(PIO), SUB(MSR), SUB(CPUID), SUB(MMIO),

@@ -9,6 +9,7 @@
 
 #include "virt.h"
 #include "rows.h"
+#include "slots.h"
 #include "kvm.h"
 #include "kvm_books.h"
 #include "kvm_vstats.h"
@@ -46,7 +47,7 @@ struct vm_derived {
 };
 
 /* A VM's row (st->vms), named by its VMM process's VM identity (vmid.h):
- * its counts of vCPU slots that are gone, and this refresh's total. A row
+ * its sums of VM_WORDS (base: vCPU slots that are gone). A row
  * of an exited named VM is kept (retired, keyed by its name) so that the
  * VM restarted under its name (a new pid) carries its counters on. */
 struct vm_entry {
@@ -58,11 +59,10 @@ struct vm_entry {
 	bool poll;			/* its halts' poll time is counted */
 	bool subs_alive;		/* kvm_vm_alive() at sub-reason read subs_gen */
 	uint64_t subs_gen;
-	uint64_t gone[VM_WORDS];
-	uint64_t sum[VM_WORDS];
+	struct virt_sums sums;
 	unsigned int vcpus_seen;	/* its vCPU rows counted in this refresh */
 	struct vm_derived d;
-	/* "<vm>/<class>": sum[W_WAIT_BY + class] in v[0]; the halt histogram
+	/* "<vm>/<class>": sums word W_WAIT_BY + class in v[0]; the halt histogram
 	 * (histogram instances only) */
 	struct virt_row by[KVM_WAIT_CLASSES];
 	struct virt_row halt;
@@ -106,29 +106,27 @@ struct vcpu_rec {
 /* A vCPU's row (st->vcpu_rows), "<vm>/vcpu<N>", N KVM's vcpu_id: summed
  * as its VM's row is, from the slots holding vCPU N of the VM, what the
  * kernel folded from its destroyed slots (vcpus_gone) and what slots the
- * agent freed left (gone). A row lives as long as its VM's row (a vCPU
+ * agent freed left (base); counted in a refresh: sums.live. A row lives as long as its VM's row (a vCPU
  * created again with its id continues it; a VM restarted under its name
  * finds its vCPUs' rows), so its counters never step back. */
 struct vcpu_entry {
 	struct virt_keyed k;		/* key: virt_name_key() */
 	struct vm_entry *vm;
 	uint32_t id;
-	bool seen;			/* counted in this refresh */
-	uint64_t gone[VM_WORDS];
-	uint64_t sum[VM_WORDS];
+	struct virt_sums sums;
 	uint64_t rd_gone, run_delay;	/* run delay of threads it had, of all */
 };
 
 /* A sub-reason's row (st->subs[kind]), "<vm>/<key>" (kvm.h struct
- * kvm_sub_key): what entries of its VM's exited processes counted (gone),
- * and its live processes' entries of "subs" at this refresh (cur). */
+ * kvm_sub_key): its sums (count, time) of what entries of its VM's exited
+ * processes counted (base) and its live processes' entries of "subs" at
+ * this refresh (sums.live: a live process counts it). */
 struct sub_entry {
 	struct virt_keyed k;		/* key: virt_name_key() */
 	uint32_t tgid;			/* the process last seen counting it (labels) */
 	int vmlen;			/* row.name's first vmlen bytes: its VM's name */
-	bool seen;			/* a live process counts it */
 	bool timed;			/* its time is measured (latency) */
-	uint64_t gone[2], cur[2];	/* count, time */
+	struct virt_sums sums;
 };
 
 /* One of KVM's own values (debugfs) of a VM, "<vm>/<stat>", or of a

@@ -71,18 +71,18 @@ int kvm_subs_alloc(struct kvm_state *st, struct virt_family *fam)
 	return st->sub_keys && st->sub_vals ? 0 : -1;
 }
 
-/* The map goes: what it counted stays in each row's gone. */
+/* Each row's sums, begun (sum = base) or rebased (the map goes: what it
+ * counted stays in the base). */
+static void subs_each(struct kvm_state *st, void (*how)(struct virt_sums *))
+{
+	for (unsigned int k = 0; k < KVM_SUB_KINDS; k++)
+		for (size_t i = 0; i < st->subs[k].n; i++)
+			how(&((struct sub_entry *)st->subs[k].v[i])->sums);
+}
+
 void kvm_subs_forget(struct kvm_state *st)
 {
-	for (unsigned int k = 0; k < KVM_SUB_KINDS; k++) {
-		for (size_t i = 0; i < st->subs[k].n; i++) {
-			struct sub_entry *e = (struct sub_entry *)st->subs[k].v[i];
-
-			e->gone[0] += e->cur[0];
-			e->gone[1] += e->cur[1];
-			e->cur[0] = e->cur[1] = 0;
-		}
-	}
+	subs_each(st, virt_sums_rebase);
 }
 
 /* Is indom one of the sub-reasons' (their rows' labels)? */
@@ -119,8 +119,9 @@ static struct sub_entry *sub_row(struct kvm_state *st, const struct vm_entry *vm
 	sub_key_name(name + vmlen, sizeof(name) - (size_t)vmlen, k);
 	e = virt_table_get_name(&st->subs[k->kind], virt_indom(sub_kinds[k->kind].indom),
 				PM_INDOM_NULL, name);
-	if (e)
-		e->vmlen = vmlen;
+	if (!e || (!e->sums.n && virt_table_init_sums(&st->subs[k->kind], e, &e->sums, 2) < 0))
+		return NULL;
+	e->vmlen = vmlen;
 	return e;
 }
 
@@ -141,49 +142,45 @@ static void sub_delete(struct kvm_state *st, const struct kvm_sub_key *k)
 	virt_map_delete(bpf_map__fd(st->skel->maps.sub_used), &k->tgid);
 }
 
+/* Entry i of the read of "subs" if its process is alive (live): a live
+ * process's entry goes to its row's sum; an exited one's to its row's
+ * base, and leaves the map. */
+static void sub_take(struct kvm_state *st, int i, bool live)
+{
+	const struct kvm_sub_key *k = &st->sub_keys[i];
+	const uint64_t *w = (const uint64_t *)&st->sub_vals[i];	/* count, time */
+	struct vm_entry *vm = kvm_vm_of(st, k->tgid);
+	struct sub_entry *e;
+
+	if (k->kind >= KVM_SUB_KINDS)
+		return;
+	if (!vm) {		/* no row yet (next refresh), or never one */
+		if (!live && !virt_pid_alive(k->tgid))
+			sub_delete(st, k);
+		return;
+	}
+	if (sub_vm_alive(st, vm) != live || !(e = sub_row(st, vm, k)))
+		return;
+	e->tgid = k->tgid;
+	(live ? virt_sums_add : virt_sums_fold)(&e->sums, w);
+	if (!live)
+		sub_delete(st, k);
+}
+
 /* "subs", before the VM rows are summed (the rows of VMMs that exited since
- * the last refresh are still there): a live process's entries are its
- * rows' cur; an exited one's go to their rows' gone and leave the map. */
+ * the last refresh are still there): exited processes' entries first, so
+ * that the sums begun after them count them. */
 int kvm_subs_read(struct kvm_state *st)
 {
 	int n = virt_map_dump(bpf_map__fd(st->skel->maps.subs), st->sub_keys, sizeof(*st->sub_keys),
 			      st->sub_vals, sizeof(*st->sub_vals), st->sub_max);
 
 	st->subs_gen++;
-	for (unsigned int k = 0; k < KVM_SUB_KINDS; k++) {
-		for (size_t i = 0; i < st->subs[k].n; i++) {
-			struct sub_entry *e = (struct sub_entry *)st->subs[k].v[i];
-
-			e->cur[0] = e->cur[1] = 0;
-			e->seen = false;
-		}
-	}
-	for (int i = 0; i < n; i++) {
-		const struct kvm_sub_key *k = &st->sub_keys[i];
-		const struct kvm_sub_stats *v = &st->sub_vals[i];
-		struct vm_entry *vm = kvm_vm_of(st, k->tgid);
-		struct sub_entry *e;
-		bool alive;
-
-		if (k->kind >= KVM_SUB_KINDS)
-			continue;
-		if (!vm) {		/* no row yet (next refresh), or never one */
-			if (!virt_pid_alive(k->tgid))
-				sub_delete(st, k);
-			continue;
-		}
-		if (!(e = sub_row(st, vm, k)))
-			continue;
-		alive = sub_vm_alive(st, vm);
-		e->gone[0] += alive ? 0 : v->count;
-		e->gone[1] += alive ? 0 : v->time_ns;
-		e->cur[0] += alive ? v->count : 0;
-		e->cur[1] += alive ? v->time_ns : 0;
-		e->seen |= alive;
-		e->tgid = k->tgid;
-		if (!alive)
-			sub_delete(st, k);
-	}
+	for (int i = 0; i < n; i++)
+		sub_take(st, i, false);
+	subs_each(st, virt_sums_begin);
+	for (int i = 0; i < n; i++)
+		sub_take(st, i, true);
 	return n < 0 ? n : 0;
 }
 
@@ -204,15 +201,15 @@ void kvm_subs_set(struct kvm_state *st)
 	for (unsigned int k = 0; k < KVM_SUB_KINDS; k++) {
 		for (size_t i = 0; i < st->subs[k].n;) {
 			struct sub_entry *e = (struct sub_entry *)st->subs[k].v[i];
-			uint64_t v[2] = { e->gone[0] + e->cur[0], e->gone[1] + e->cur[1] };
 
-			if (!e->seen && !sub_vm_known(st, e)) {
+			if (!e->sums.live && !sub_vm_known(st, e)) {
+				virt_sums_release(&e->sums);
 				virt_table_remove(&st->subs[k], e);	/* the last entry takes its place */
 				continue;
 			}
 			e->timed = st->subs_timed;
-			virt_row_set(&e->k.row, v, 2, NULL);
-			if (e->seen)
+			virt_row_set(&e->k.row, e->sums.sum, 2, NULL);
+			if (e->sums.live)
 				virt_row_expose(&e->k.row, false);
 			else
 				virt_row_retire(&e->k.row);

@@ -60,11 +60,11 @@ static struct vcpu_entry *vcpu_row(struct kvm_state *st, struct vm_entry *vm, ui
 	struct vcpu_entry *c;
 
 	snprintf(name, sizeof(name), "%.*s/vcpu%u", VMID_NAME_MAX, vm->k.row.name, id);
-	if ((c = virt_table_get_name(&st->vcpu_rows, virt_indom(VIRT_I_KVM_VCPU), PM_INDOM_NULL,
-				     name))) {
-		c->vm = vm;
-		c->id = id;
-	}
+	c = virt_table_get_name(&st->vcpu_rows, virt_indom(VIRT_I_KVM_VCPU), PM_INDOM_NULL, name);
+	if (!c || (!c->sums.n && virt_table_init_sums(&st->vcpu_rows, c, &c->sums, VM_WORDS) < 0))
+		return NULL;
+	c->vm = vm;
+	c->id = id;
 	return c;
 }
 
@@ -101,17 +101,13 @@ static void vcpu_rows_remove(struct kvm_state *st, const struct vm_entry *vm)
 	for (size_t i = 0; i < st->vcpu_rows.n;) {
 		struct vcpu_entry *c = (struct vcpu_entry *)st->vcpu_rows.v[i];
 
-		if (c->vm == vm)
-			virt_table_remove(&st->vcpu_rows, c);	/* the last entry takes its place */
-		else
+		if (c->vm != vm) {
 			i++;
+			continue;
+		}
+		virt_sums_release(&c->sums);
+		virt_table_remove(&st->vcpu_rows, c);	/* the last entry takes its place */
 	}
-}
-
-static void add_words(uint64_t *to, const uint64_t *from)
-{
-	for (size_t w = 0; w < VM_WORDS; w++)
-		to[w] += from[w];
 }
 
 /* The kernel's vcpus_gone: counts of destroyed vCPUs per process and
@@ -162,9 +158,9 @@ static void rec_fold(struct kvm_state *st, struct vcpu_rec *r)
 	struct vcpu_entry *c = vm ? vcpu_row(st, vm, r->id) : NULL;
 
 	if (vm)
-		add_words(vm->gone, r->last);
+		virt_sums_fold(&vm->sums, r->last);
 	if (c)
-		add_words(c->gone, r->last);
+		virt_sums_fold(&c->sums, r->last);
 	rec_forget_thread(st, r);
 	memset(r, 0, sizeof(*r));
 }
@@ -177,12 +173,7 @@ static int read_gone(struct kvm_state *st, uint32_t max_vms)
 			     sizeof(*st->gone_tgid), st->gone, sizeof(*st->gone), max_vms);
 }
 
-static void add_vm_stats(uint64_t *sum, const struct kvm_vm_stats *v)
-{
-	add_words(sum, (const uint64_t *)v);
-}
-
-/* The arrays go (detach): keep the VM rows, their counts in gone. */
+/* The arrays go (detach): keep the VM rows, their counts in their base. */
 void kvm_vcpus_forget(struct kvm_state *st, uint32_t max_vms)
 {
 	int n = st->skel ? read_gone(st, max_vms) : 0;
@@ -191,7 +182,7 @@ void kvm_vcpus_forget(struct kvm_state *st, uint32_t max_vms)
 		struct vm_entry *vm = kvm_vm_of(st, st->gone_tgid[i]);
 
 		if (vm)
-			add_vm_stats(vm->gone, &st->gone[i]);
+			virt_sums_fold(&vm->sums, (const uint64_t *)&st->gone[i]);
 	}
 	n = st->skel ? read_vcpus_gone(st) : 0;
 	for (int i = 0; i < n; i++) {
@@ -199,7 +190,7 @@ void kvm_vcpus_forget(struct kvm_state *st, uint32_t max_vms)
 					       vgone_vcpu(st->vgone_key[i]));
 
 		if (c)
-			add_vm_stats(c->gone, &st->vgone[i]);
+			virt_sums_fold(&c->sums, (const uint64_t *)&st->vgone[i]);
 	}
 	for (size_t i = 0; st->recs && i < st->nvcpus; i++)
 		if (st->recs[i].tgid)
@@ -280,7 +271,7 @@ static void vcpu_free(struct kvm_state *st, size_t i)
 /* A VM's sums begin with what its gone slots and threads left. */
 static void vm_sum_begin(struct vm_entry *vm)
 {
-	memcpy(vm->sum, vm->gone, sizeof(vm->sum));
+	virt_sums_begin(&vm->sums);
 	vm->d.run_delay = vm->d.rd_gone;
 }
 
@@ -338,7 +329,8 @@ static struct vm_entry *vm_row(struct kvm_state *st, uint32_t tgid, bool *droppe
 		virt_table_rekey(&st->vms, vm, tgid);
 		vm_sum_begin(vm);
 	} else if ((vm = virt_table_add(&st->vms, tgid, virt_indom(VIRT_I_KVM_VM),
-					virt_indom(VIRT_I_KVM_VM_WAIT_HIST), id->name))) {
+					virt_indom(VIRT_I_KVM_VM_WAIT_HIST), id->name)) &&
+		   virt_table_init_sums(&st->vms, vm, &vm->sums, VM_WORDS) == 0) {
 		vm_rows_init(vm);
 	} else {
 		return NULL;
@@ -360,7 +352,7 @@ bool kvm_vm_alive(const struct vm_entry *vm)
 	return !vm->retired && (id = virt_vm_of((uint32_t)vm->k.key)) && id->start == vm->start;
 }
 
-/* Rows whose VMM exited, after their counts were folded into gone: a
+/* Rows whose VMM exited, after their counts were folded into their base: a
  * named VM's row is kept (retired: out of the instance domain, keyed by
  * its name) for the VM restarted under that name, others go. */
 static void retire_exited(struct kvm_state *st)
@@ -375,6 +367,7 @@ static void retire_exited(struct kvm_state *st)
 			vcpu_rows_remove(st, vm);
 			kvm_book_rows_remove(st, vm);
 			vm_rows_retire(vm, virt_row_release);
+			virt_sums_release(&vm->sums);
 			virt_table_remove(&st->vms, vm);	/* the last entry takes its place */
 		} else {
 			kvm_statfds_close(vm);
@@ -407,7 +400,7 @@ static void scan_slots(struct kvm_state *st)
 }
 
 /* Slots retired by the BPF side or of exited VMMs: their counts into
- * their VM's gone, the slots freed. */
+ * their VM's base, the slots freed. */
 static void free_exited_slots(struct kvm_state *st)
 {
 	for (size_t j = 0; j < st->nocc; j++) {
@@ -438,7 +431,7 @@ static void forget_free_slots(struct kvm_state *st)
 	}
 }
 
-/* vms_gone entries of exited VMMs: into their VM's gone, then deleted. */
+/* vms_gone entries of exited VMMs: into their VM's base, then deleted. */
 static void fold_exited_gone(struct kvm_state *st, int n)
 {
 	for (int i = 0; i < n; i++) {
@@ -447,13 +440,13 @@ static void fold_exited_gone(struct kvm_state *st, int n)
 		if (process_alive(vm, st->gone_tgid[i]))
 			continue;
 		if (vm)
-			add_vm_stats(vm->gone, &st->gone[i]);
+			virt_sums_fold(&vm->sums, (const uint64_t *)&st->gone[i]);
 		virt_map_delete(bpf_map__fd(st->skel->maps.vms_gone), &st->gone_tgid[i]);
 		st->gone_tgid[i] = 0;
 	}
 }
 
-/* vcpus_gone entries of exited VMMs: into their vCPU rows' gone, then
+/* vcpus_gone entries of exited VMMs: into their vCPU rows' base, then
  * deleted (with fold_exited_gone, before the VM rows retire), and out of
  * the copy vcpus_gone_now() keeps, which goes on mirroring the map. */
 static int fold_exited_vcpus_gone(struct kvm_state *st, int n)
@@ -471,7 +464,7 @@ static int fold_exited_vcpus_gone(struct kvm_state *st, int n)
 			continue;
 		}
 		if (vm && (c = vcpu_row(st, vm, vgone_vcpu(st->vgone_key[i]))))
-			add_vm_stats(c->gone, &st->vgone[i]);
+			virt_sums_fold(&c->sums, (const uint64_t *)&st->vgone[i]);
 		virt_map_delete(bpf_map__fd(st->skel->maps.vcpus_gone), &st->vgone_key[i]);
 	}
 	st->nvgone = kept;
@@ -485,9 +478,8 @@ static void sum_vcpus(struct kvm_state *st, int nvgone)
 	for (size_t i = 0; i < st->vcpu_rows.n; i++) {
 		struct vcpu_entry *c = (struct vcpu_entry *)st->vcpu_rows.v[i];
 
-		memcpy(c->sum, c->gone, sizeof(c->sum));
+		virt_sums_begin(&c->sums);
 		c->run_delay = c->rd_gone;
-		c->seen = false;
 	}
 	for (size_t j = 0; j < st->nocc; j++) {
 		const struct vcpu_rec *r = &st->recs[st->occ[j]];
@@ -495,18 +487,15 @@ static void sum_vcpus(struct kvm_state *st, int nvgone)
 
 		if (!r->tgid || !(c = live_vcpu_of(st, r->tgid, r->id)))
 			continue;
-		add_words(c->sum, r->last);
+		virt_sums_add(&c->sums, r->last);
 		c->run_delay += r->rd;
-		c->seen = true;
 	}
 	for (int i = 0; i < nvgone; i++) {
 		struct vcpu_entry *c = live_vcpu_of(st, vgone_tgid(st->vgone_key[i]),
 						    vgone_vcpu(st->vgone_key[i]));
 
-		if (!c)
-			continue;
-		add_vm_stats(c->sum, &st->vgone[i]);
-		c->seen = true;
+		if (c)
+			virt_sums_add(&c->sums, (const uint64_t *)&st->vgone[i]);
 	}
 }
 
@@ -553,7 +542,7 @@ static void sum_vms(struct kvm_state *st, struct virt_family *fam)
 		vm = vm_row(st, tgid, &st->recs[i].dropped, max_vms);
 		if (!vm)
 			continue;
-		add_words(vm->sum, st->recs[i].last);
+		virt_sums_add(&vm->sums, st->recs[i].last);
 		vm->d.run_delay += st->recs[i].rd;
 	}
 	for (int i = 0; i < n; i++) {
@@ -561,7 +550,7 @@ static void sum_vms(struct kvm_state *st, struct virt_family *fam)
 		struct vm_entry *vm;
 
 		if (st->gone_tgid[i] && (vm = vm_row(st, st->gone_tgid[i], &dropped, max_vms)))
-			add_vm_stats(vm->sum, &st->gone[i]);
+			virt_sums_add(&vm->sums, (const uint64_t *)&st->gone[i]);
 	}
 	sum_vcpus(st, nv);
 }
@@ -579,19 +568,21 @@ static uint64_t hist_mass(const uint64_t *h)
  * Without the scheduler hooks its split has no instances (not zeros). */
 static void vm_rows_set(const struct kvm_state *st, struct vm_entry *vm)
 {
+	const uint64_t *sum = vm->sums.sum;
+
 	vm->sched = st->sched_on;
 	vm->poll = st->poll_on;
-	vm->d.waits = hist_mass(&vm->sum[W_WAIT_HIST]);
-	vm->d.halts = hist_mass(&vm->sum[W_HALT_HIST]);
-	vm->d.halt_slept = vm->d.halts - vm->sum[W_HALT_POLLED];
+	vm->d.waits = hist_mass(&sum[W_WAIT_HIST]);
+	vm->d.halts = hist_mass(&sum[W_HALT_HIST]);
+	vm->d.halt_slept = vm->d.halts - sum[W_HALT_POLLED];
 	for (unsigned int c = 0; c < KVM_WAIT_CLASSES; c++) {
-		virt_row_set(&vm->by[c], &vm->sum[W_WAIT_BY + c], 1, NULL);
+		virt_row_set(&vm->by[c], &sum[W_WAIT_BY + c], 1, NULL);
 		if (vm->sched)
 			virt_row_expose(&vm->by[c], true);
 		else
 			virt_row_retire(&vm->by[c]);
 	}
-	virt_row_set(&vm->halt, NULL, 0, &vm->sum[W_HALT_HIST]);
+	virt_row_set(&vm->halt, NULL, 0, &sum[W_HALT_HIST]);
 	virt_row_expose(&vm->halt, false);
 }
 
@@ -620,15 +611,15 @@ void kvm_vms_read(struct kvm_state *st, struct virt_family *fam)
 		vm->vcpus_seen = 0;
 		if (!vm->k.row.live)
 			continue;
-		virt_row_set(&vm->k.row, vm->sum, VM_WORDS, &vm->sum[W_WAIT_HIST]);
+		virt_row_set(&vm->k.row, vm->sums.sum, VM_WORDS, &vm->sums.sum[W_WAIT_HIST]);
 		virt_row_expose(&vm->k.row, true);
 		vm_rows_set(st, vm);
 	}
 	for (size_t i = 0; i < st->vcpu_rows.n; i++) {
 		struct vcpu_entry *c = (struct vcpu_entry *)st->vcpu_rows.v[i];
 
-		virt_row_set(&c->k.row, c->sum, VM_WORDS, NULL);
-		if (c->seen) {
+		virt_row_set(&c->k.row, c->sums.sum, VM_WORDS, NULL);
+		if (c->sums.live) {
 			virt_row_expose(&c->k.row, true);
 			c->vm->vcpus_seen++;
 		} else {
