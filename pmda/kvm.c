@@ -270,10 +270,10 @@ static int kvm_attach(struct virt_family *fam)
 		}
 		fam->priv = st;
 		st->other = st->hcalls = VIRT_TABLE_OF(struct virt_keyed);
-		st->vms = VIRT_TABLE_OF(struct vm_entry);
-		st->vcpu_rows = VIRT_TABLE_OF(struct vcpu_entry);
+		st->vms = VIRT_TABLE_OF_SUMS(struct vm_entry, sums, VM_WORDS);
+		st->vcpu_rows = VIRT_TABLE_OF_SUMS(struct vcpu_entry, sums, VM_WORDS);
 		for (unsigned int k = 0; k < KVM_SUB_KINDS; k++)
-			st->subs[k] = VIRT_TABLE_OF(struct sub_entry);
+			st->subs[k] = VIRT_TABLE_OF_SUMS(struct sub_entry, sums, 2);
 		st->books = st->vcpu_books = st->vcpu_hists = VIRT_TABLE_OF(struct book_entry);
 		st->vstats_on = fam->opts[OPT_VCPU_STATS].b;
 		init_rows(st);

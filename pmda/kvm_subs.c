@@ -119,7 +119,7 @@ static struct sub_entry *sub_row(struct kvm_state *st, const struct vm_entry *vm
 	sub_key_name(name + vmlen, sizeof(name) - (size_t)vmlen, k);
 	e = virt_table_get_name(&st->subs[k->kind], virt_indom(sub_kinds[k->kind].indom),
 				PM_INDOM_NULL, name);
-	if (!e || (!e->sums.n && virt_table_init_sums(&st->subs[k->kind], e, &e->sums, 2) < 0))
+	if (!e)
 		return NULL;
 	e->vmlen = vmlen;
 	return e;
@@ -203,7 +203,6 @@ void kvm_subs_set(struct kvm_state *st)
 			struct sub_entry *e = (struct sub_entry *)st->subs[k].v[i];
 
 			if (!e->sums.live && !sub_vm_known(st, e)) {
-				virt_sums_release(&e->sums);
 				virt_table_remove(&st->subs[k], e);	/* the last entry takes its place */
 				continue;
 			}

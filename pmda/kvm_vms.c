@@ -61,7 +61,7 @@ static struct vcpu_entry *vcpu_row(struct kvm_state *st, struct vm_entry *vm, ui
 
 	snprintf(name, sizeof(name), "%.*s/vcpu%u", VMID_NAME_MAX, vm->k.row.name, id);
 	c = virt_table_get_name(&st->vcpu_rows, virt_indom(VIRT_I_KVM_VCPU), PM_INDOM_NULL, name);
-	if (!c || (!c->sums.n && virt_table_init_sums(&st->vcpu_rows, c, &c->sums, VM_WORDS) < 0))
+	if (!c)
 		return NULL;
 	c->vm = vm;
 	c->id = id;
@@ -105,7 +105,6 @@ static void vcpu_rows_remove(struct kvm_state *st, const struct vm_entry *vm)
 			i++;
 			continue;
 		}
-		virt_sums_release(&c->sums);
 		virt_table_remove(&st->vcpu_rows, c);	/* the last entry takes its place */
 	}
 }
@@ -329,8 +328,7 @@ static struct vm_entry *vm_row(struct kvm_state *st, uint32_t tgid, bool *droppe
 		virt_table_rekey(&st->vms, vm, tgid);
 		vm_sum_begin(vm);
 	} else if ((vm = virt_table_add(&st->vms, tgid, virt_indom(VIRT_I_KVM_VM),
-					virt_indom(VIRT_I_KVM_VM_WAIT_HIST), id->name)) &&
-		   virt_table_init_sums(&st->vms, vm, &vm->sums, VM_WORDS) == 0) {
+					virt_indom(VIRT_I_KVM_VM_WAIT_HIST), id->name))) {
 		vm_rows_init(vm);
 	} else {
 		return NULL;
@@ -367,7 +365,6 @@ static void retire_exited(struct kvm_state *st)
 			vcpu_rows_remove(st, vm);
 			kvm_book_rows_remove(st, vm);
 			vm_rows_retire(vm, virt_row_release);
-			virt_sums_release(&vm->sums);
 			virt_table_remove(&st->vms, vm);	/* the last entry takes its place */
 		} else {
 			kvm_statfds_close(vm);

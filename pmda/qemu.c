@@ -174,7 +174,7 @@ static struct qemu_state *state(struct virt_family *fam)
 		return st;
 	if (!(st = calloc(1, sizeof(*st))))
 		return NULL;
-	st->procs = VIRT_TABLE_OF(struct p_row);
+	st->procs = VIRT_TABLE_OF_SUMS(struct p_row, sums, NW);
 	st->vqs = VIRT_TABLE_OF(struct v_row);
 	if (virt_bulk_alloc(&st->pbulk, fam->opts[OPT_MAX_PROCS].u, sizeof(__u64),
 			    sizeof(struct qemu_net_stats)) < 0 ||
@@ -469,8 +469,7 @@ static struct p_row *proc_of(struct qemu_state *st, uint32_t pid, bool create)
 	if ((old = virt_table_find_name(&st->procs, name)))
 		proc_free(st, old);
 	if (!(r = virt_table_add(&st->procs, pid, virt_indom(VIRT_I_QEMU_PROC),
-				 virt_indom(VIRT_I_QEMU_RX_HIST), name)) ||
-	    virt_table_init_sums(&st->procs, r, &r->sums, NW) < 0)
+				 virt_indom(VIRT_I_QEMU_RX_HIST), name)))
 		return NULL;
 	r->pid = pid;
 	r->start = vm->start;
@@ -508,7 +507,6 @@ static void proc_free(struct qemu_state *st, struct p_row *r)
 	}
 	for (size_t h = 1; h < NHISTS; h++)
 		virt_row_release(&r->more[h - 1]);
-	virt_sums_release(&r->sums);
 	virt_table_remove(&st->procs, r);
 }
 

@@ -261,7 +261,7 @@ static int vhost_attach(struct virt_family *fam)
 		}
 		for (int i = 0; i < MAX_CONTEXTS; i++)
 			st->ctx[i].ctx = -1;
-		st->rows = VIRT_TABLE_OF(struct q_row);
+		st->rows = VIRT_TABLE_OF_SUMS(struct q_row, sums, SW - FIRST_COUNTER);
 		st->ptrs = VIRT_TABLE_OF(struct q_ptr);
 		st->devs = VIRT_TABLE_OF(struct v_dev);
 		fam->priv = st;
@@ -380,8 +380,7 @@ static struct q_row *vhost_row_get(struct vhost_state *st, const char *name, uin
 		return r;
 	}
 	if (!(r = virt_table_add(&st->rows, virt_name_key(name), virt_indom(VIRT_I_VHOST_QUEUE),
-				      virt_indom(VIRT_I_VHOST_LATENCY_HIST), name)) ||
-	    virt_table_init_sums(&st->rows, r, &r->sums, SW - FIRST_COUNTER) < 0)
+				      virt_indom(VIRT_I_VHOST_LATENCY_HIST), name)))
 		return NULL;
 	virt_row_init(&r->pkts, PM_INDOM_NULL, virt_indom(VIRT_I_VHOST_PACKETS_HIST), name);
 	virt_row_init(&r->bytes, PM_INDOM_NULL, virt_indom(VIRT_I_VHOST_BYTES_HIST), name);
@@ -482,7 +481,6 @@ static void vhost_row_retire(struct q_row *r)
 /* Its VMM is gone: forget it. */
 static void vhost_row_remove(struct vhost_state *st, struct q_row *r)
 {
-	virt_sums_release(&r->sums);
 	virt_row_release(&r->pkts);
 	virt_row_release(&r->bytes);
 	virt_table_remove(&st->rows, r);

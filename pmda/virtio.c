@@ -208,7 +208,7 @@ static int virtio_attach(struct virt_family *fam)
 			return -ENOMEM;
 		}
 		fam->priv = st;
-		st->rows = VIRT_TABLE_OF(struct vq_row);
+		st->rows = VIRT_TABLE_OF_SUMS(struct vq_row, sums, SW);
 	}
 	if (!(st->skel = (struct virtio_bpf *)virt_attach_skel(fam, &virtio_ops)))
 		return -ENOENT;
@@ -294,8 +294,7 @@ static bool virtio_claim(void *ctx, struct virt_slots *t, size_t k, struct virt_
 	virt_sanitize(q, sizeof(q), vi.name[0] ? vi.name : "unknown");
 	snprintf(name, sizeof(name), "%s/%s", dev, q);
 	if (!(r = virt_table_get_name(&st->rows, virt_indom(VIRT_I_VIRTIO_QUEUE),
-				      virt_indom(VIRT_I_VIRTIO_QUEUE_HIST), name)) ||
-	    (!r->sums.n && virt_table_init_sums(&st->rows, r, &r->sums, SW) < 0))
+				      virt_indom(VIRT_I_VIRTIO_QUEUE_HIST), name)))
 		return false;
 	if (vi.driver[0])
 		virt_sanitize(r->driver, sizeof(r->driver), vi.driver);

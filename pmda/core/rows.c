@@ -431,6 +431,20 @@ void *virt_table_find_name(const struct virt_table *t, const char *name)
 	return virt_table_find_if(t, virt_name_key(name), has_name, name);
 }
 
+static struct virt_sums *sums_of(const struct virt_table *t, struct virt_keyed *e)
+{
+	return (struct virt_sums *)(void *)((char *)e + t->sums_off);
+}
+
+/* The entry's row and sums released, the entry freed. */
+static void entry_free(const struct virt_table *t, struct virt_keyed *e)
+{
+	virt_row_release(&e->row);
+	if (t->nsums)
+		virt_sums_release(sums_of(t, e));
+	free(e);
+}
+
 void *virt_table_add(struct virt_table *t, uint64_t key, pmInDom indom,
 		     pmInDom hindom, const char *name)
 {
@@ -438,12 +452,16 @@ void *virt_table_add(struct virt_table *t, uint64_t key, pmInDom indom,
 
 	if (VIRT_GROW(t->v, t->cap, t->n + 1) < 0 || !(e = calloc(1, t->entry_size)))
 		return NULL;
+	if (t->nsums && virt_sums_init(sums_of(t, e), t->nsums) < 0) {
+		free(e);
+		return NULL;
+	}
 	e->key = key;
 	virt_row_init(&e->row, indom, hindom, name);
 	t->v[t->n++] = e;
 	if (t->nslot <= 2 * t->n) {
 		if (reindex(t) < 0) {
-			free(t->v[--t->n]);
+			entry_free(t, t->v[--t->n]);
 			return NULL;
 		}
 	} else {
@@ -472,29 +490,17 @@ void virt_table_remove(struct virt_table *t, void *entry)
 	for (size_t i = 0; i < t->n; i++) {
 		if (t->v[i] != entry)
 			continue;
-		virt_row_release(&t->v[i]->row);
-		free(t->v[i]);
+		entry_free(t, t->v[i]);
 		t->v[i] = t->v[--t->n];
 		reindex(t);		/* same size: cannot fail */
 		return;
 	}
 }
 
-int virt_table_init_sums(struct virt_table *t, void *entry, struct virt_sums *sums,
-			 unsigned int n)
-{
-	if (virt_sums_init(sums, n) == 0)
-		return 0;
-	virt_table_remove(t, entry);
-	return -1;
-}
-
 void virt_table_clear(struct virt_table *t)
 {
-	for (size_t i = 0; i < t->n; i++) {
-		virt_row_release(&t->v[i]->row);
-		free(t->v[i]);
-	}
+	for (size_t i = 0; i < t->n; i++)
+		entry_free(t, t->v[i]);
 	free(t->v);
 	free(t->slot);
 	t->v = NULL;

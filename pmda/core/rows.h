@@ -216,6 +216,8 @@ struct virt_keyed {
 
 struct virt_table {
 	size_t entry_size;		/* >= sizeof(struct virt_keyed) */
+	size_t sums_off;		/* the entries' struct virt_sums, of nsums words */
+	unsigned int nsums;		/* 0: the entries have none */
 	struct virt_keyed **v;		/* the entries, in no order */
 	size_t n, cap;
 	uint32_t *slot;			/* index: position in v + 1, 0 = empty */
@@ -224,6 +226,10 @@ struct virt_table {
 
 /* An empty table of entries of type T (T starts with struct virt_keyed). */
 #define VIRT_TABLE_OF(T) ((struct virt_table){ .entry_size = sizeof(T) })
+/* The same, T's struct virt_sums field sums of n words made with each
+ * entry and released with it. */
+#define VIRT_TABLE_OF_SUMS(T, sums, n) \
+	((struct virt_table){ .entry_size = sizeof(T), .sums_off = offsetof(T, sums), .nsums = (n) })
 /* The entry of type T whose main row is row (a pmdaCache private pointer). */
 #define VIRT_ENTRY_OF(row, T) ((T *)(void *)((char *)(row) - offsetof(struct virt_keyed, row)))
 
@@ -236,8 +242,8 @@ void *virt_table_find_if(const struct virt_table *t, uint64_t key,
 			 bool (*match)(const void *entry, const void *arg), const void *arg);
 /* The entry whose main row is named name, or NULL. */
 void *virt_table_find_name(const struct virt_table *t, const char *name);
-/* Add a zeroed entry whose main row is initialised as virt_row_init() does;
- * NULL when out of memory. */
+/* Add a zeroed entry whose main row is initialised as virt_row_init() does
+ * (and its sums made: VIRT_TABLE_OF_SUMS); NULL when out of memory. */
 void *virt_table_add(struct virt_table *t, uint64_t key, pmInDom indom,
 		     pmInDom hindom, const char *name);
 /* The entry named name, added (keyed by virt_name_key()) if not there. */
@@ -249,10 +255,6 @@ void virt_table_rekey(struct virt_table *t, void *entry, uint64_t key);
 /* Release the entry's main row and free it (the family releases its other
  * rows first). Entries after it may change position in v, none moves. */
 void virt_table_remove(struct virt_table *t, void *entry);
-/* Give the entry's sums (one of its fields) n words; out of memory: the
- * entry is removed, -1. */
-int virt_table_init_sums(struct virt_table *t, void *entry, struct virt_sums *sums,
-			 unsigned int n);
 /* Remove every entry and free the table's arrays. */
 void virt_table_clear(struct virt_table *t);
 

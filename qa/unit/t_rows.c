@@ -287,6 +287,22 @@ static void check_answers(void)
 	virt_table_clear(&t);
 }
 
+/* A table of entries with sums: each entry's made with it, zeroed, and
+ * released with it (remove, clear). */
+static void check_table_sums(void)
+{
+	struct virt_table t = VIRT_TABLE_OF_SUMS(struct ans_entry, sums, 4);
+	struct ans_entry *a = virt_table_add(&t, 1, PM_INDOM_NULL, PM_INDOM_NULL, "a");
+	struct ans_entry *b = virt_table_add(&t, 2, PM_INDOM_NULL, PM_INDOM_NULL, "b");
+
+	CHECK(a && b && a->sums.n == 4 && b->sums.n == 4 && a->sums.base != b->sums.base);
+	CHECK(a && a->sums.base[3] == 0 && a->sums.sum[3] == 0);
+	virt_table_remove(&t, a);
+	CHECK(t.n == 1 && virt_table_find(&t, 2) == b);
+	virt_table_clear(&t);
+	CHECK(t.n == 0);
+}
+
 /* Sums: base + live objects' words; a gone object's words stay (fold),
  * and a detach that forgets every object keeps the sum (rebase). */
 static void check_sums(void)
@@ -416,6 +432,7 @@ int main(void)
 	check_table();
 	check_answers();
 	check_sums();
+	check_table_sums();
 	check_grow();
 	return UNIT_DONE();
 }
