@@ -106,9 +106,10 @@ struct vcpu_rec {
 /* A vCPU's row (st->vcpu_rows), "<vm>/vcpu<N>", N KVM's vcpu_id: summed
  * as its VM's row is, from the slots holding vCPU N of the VM, what the
  * kernel folded from its destroyed slots (vcpus_gone) and what slots the
- * agent freed left (base); counted in a refresh: sums.live. A row lives as long as its VM's row (a vCPU
- * created again with its id continues it; a VM restarted under its name
- * finds its vCPUs' rows), so its counters never step back. */
+ * agent freed left (base); sums.live: counted in this refresh. A row
+ * lives as long as its VM's row (a vCPU created again with its id
+ * continues it; a VM restarted under its name finds its vCPUs' rows), so
+ * its counters never step back. */
 struct vcpu_entry {
 	struct virt_keyed k;		/* key: virt_name_key() */
 	struct vm_entry *vm;
