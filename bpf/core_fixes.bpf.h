@@ -66,6 +66,41 @@ static __always_inline __u64 task_last_queued(struct task_struct *t)
 	return t->sched_info.last_queued;
 }
 
+/* The task's total wait on run queues (sched_info.run_delay, the second
+ * field of /proc/<pid>/schedstat): sched_info_dequeue() adds a wait's part
+ * on a CPU it leaves (a migration), sched_info_arrive() the rest when the
+ * task gets a CPU. Since 46ac22bab42c (v2.6.12), like last_queued. */
+static __always_inline __u64 task_run_delay(struct task_struct *t)
+{
+	if (!bpf_core_field_exists(t->sched_info.run_delay))
+		return 0;
+	return t->sched_info.run_delay;
+}
+
+/* last_queued of a task known by its address (a probe read). */
+static __always_inline __u64 task_last_queued_at(__u64 t)
+{
+	if (!bpf_core_field_exists(((struct task_struct *)0)->sched_info.last_queued))
+		return 0;
+	return BPF_CORE_READ((struct task_struct *)t, sched_info.last_queued);
+}
+
+/* Is the task's CFS group throttled on its CPU (its cgroup's cpu.max
+ * quota, or an ancestor's, used up)? cfs_rq::throttle_count is non-zero
+ * while its cfs_rq or an ancestor is throttled (tg_throttle_down()), with
+ * CONFIG_CFS_BANDWIDTH (every distribution kernel), since 64660c864f46
+ * ("sched: Prevent interactions with throttled entities", v3.2); false
+ * without it. Probe reads: the task is known by its address. */
+static __always_inline bool task_throttled_at(__u64 t)
+{
+	struct cfs_rq *cfs;
+
+	if (!bpf_core_field_exists(((struct cfs_rq *)0)->throttle_count))
+		return false;
+	cfs = BPF_CORE_READ((struct task_struct *)t, se.cfs_rq);
+	return cfs && BPF_CORE_READ(cfs, throttle_count);
+}
+
 /* KVM's halt-poll time of a vCPU (halt_poll_success_ns + halt_poll_fail_ns):
  * in struct kvm_vcpu_stat_generic since 0193cc908b5a ("KVM: stats: Separate
  * generic stats from architecture specific ones", v5.14), fail_ns since

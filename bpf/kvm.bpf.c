@@ -477,22 +477,38 @@ static __always_inline void waiter_drop(struct kvm_cpu_wait *w, __u32 i, __u32 v
 		__sync_fetch_and_add(&w->nwait, -1);
 }
 
-/* Slot idx waits on cpu's run queue from now on; a full list counts a
- * drop (the wait is not seen). */
-static __always_inline void wait_list(struct kvm_vcpu_slot *s, __u32 idx, __u32 cpu)
+/* Slot idx, whose thread is t, waits on cpu's run queue, charged from
+ * rq clock acct there (0: from when t is queued there). The slot says
+ * where before the entry is published: a switch on cpu drops an entry
+ * whose slot names another CPU. A full list counts a drop (the wait is
+ * not seen). */
+static __always_inline void wait_list(struct kvm_vcpu_slot *s, __u32 idx, __u32 cpu,
+				      struct task_struct *t, __u64 acct)
 {
 	struct kvm_cpu_wait *w = cpu_wait(cpu);
 
 	if (!w)
 		return;
+	s->wait_acct = acct;
+	s->wait_task = (__u64)t;
+	s->wait_throttled = acct && task_throttled_at((__u64)t);
+	s->wait_cpu = cpu + 1;
 	for (__u32 i = 0; i < KVM_WAITERS; i++) {
 		if (!w->waiter[i] && !__sync_val_compare_and_swap(&w->waiter[i], 0, idx + 1)) {
 			__sync_fetch_and_add(&w->nwait, 1);
-			s->wait_cpu = cpu + 1;
 			return;
 		}
 	}
+	s->wait_cpu = 0;
 	VIRT_DROP(drops, KVM_DROP_WAITQ);
+}
+
+/* A wait begins: t was queued at rq clock queued on cpu. */
+static __always_inline void wait_begin(struct kvm_vcpu_slot *s, __u32 idx, __u32 cpu,
+				       struct task_struct *t, __u64 queued)
+{
+	s->wait_rd = s->wait_leg_rd = task_run_delay(t);
+	wait_list(s, idx, cpu, t, queued);
 }
 
 /* Slot idx waits no more (or moves to another CPU's list). */
@@ -509,13 +525,16 @@ static __always_inline void wait_unlist(struct kvm_vcpu_slot *s, __u32 idx)
 	}
 }
 
+#define VIRT_PF_KTHREAD 0x00200000	/* include/linux/sched.h */
+
 /* A vhost worker: a kernel thread "vhost-<VMM pid>" before Linux 6.4, a
  * thread of the VMM process of that name since ("vhost: use vhost_tasks
  * for worker threads", v6.4): checked before the thread group. */
 static __always_inline bool vhost_worker(struct task_struct *t)
 {
 	return t->comm[0] == 'v' && t->comm[1] == 'h' && t->comm[2] == 'o' &&
-	       t->comm[3] == 's' && t->comm[4] == 't' && t->comm[5] == '-';
+	       t->comm[3] == 's' && t->comm[4] == 't' && t->comm[5] == '-' &&
+	       ((t->flags & VIRT_PF_KTHREAD) || id_marked(vmm_tgids, t->tgid));
 }
 
 static __always_inline __u32 wait_class(struct task_struct *t, __u32 tgid)
@@ -529,40 +548,70 @@ static __always_inline __u32 wait_class(struct task_struct *t, __u32 tgid)
 	return id_marked(vmm_tgids, g) ? KVM_WAIT_OTHER_VM : KVM_WAIT_HOST;
 }
 
-/* The waiter is charged the time since its last charge, to the class of
- * the task that had the CPU meanwhile. */
+/* A slice of a wait to the class of the task that held the CPU, or to
+ * throttled if the vCPU's quota was used up when the slice began:
+ * throttle_cfs_rq() runs before the switch that ends its run, and an
+ * unthrottle on an idle CPU switches at once (unthrottle_cfs_rq()). */
+static __always_inline void wait_add(struct kvm_vcpu_slot *s, struct task_struct *ran, __u64 ns)
+{
+	__u32 c = s->wait_throttled ? KVM_WAIT_THROTTLED : wait_class(ran, s->tgid);
+
+	if (c < KVM_WAIT_CLASSES)
+		s->vm.wait_by[c] += ns;
+}
+
+/* The waiter is charged the time since its last charge, at rq clock now
+ * of its CPU, to the class of the task that had the CPU meanwhile. After
+ * a migration the wait on this CPU starts when the thread was queued here
+ * (0 until it is: activate_task() after set_task_cpu()). */
 static __always_inline void wait_charge(struct kvm_vcpu_slot *s, struct task_struct *ran, __u64 now)
 {
-	__u32 c = wait_class(ran, s->tgid);
+	__u64 from = s->wait_acct;
 
-	if (now > s->wait_acct && c < KVM_WAIT_CLASSES)
-		s->vm.wait_by[c] += now - s->wait_acct;
+	if (!from) {
+		if (!(from = task_last_queued_at(s->wait_task)))
+			return;
+		s->wait_throttled = task_throttled_at(s->wait_task);
+	}
+	if (now > from)
+		wait_add(s, ran, now - from);
 	s->wait_acct = now;
+	s->wait_throttled = task_throttled_at(s->wait_task);
+}
+
+/* What the wait that ends as t gets a CPU at rq clock now adds to its
+ * run_delay: the parts sched_info_dequeue() added on CPUs it left, and
+ * what sched_info_arrive() is about to add here. */
+static __always_inline __u64 wait_length(const struct kvm_vcpu_slot *s, struct task_struct *t,
+					 __u64 now)
+{
+	__u64 queued = task_last_queued(t), rd = task_run_delay(t);
+
+	return (rd > s->wait_rd ? rd - s->wait_rd : 0) + (queued && now > queued ? now - queued : 0);
 }
 
 /* A context switch on a CPU where a tracked vCPU runs or waits, at rq
  * clock now. Each waiter is charged the slice that ends now, to the class
- * of prev, which had the CPU. next, if a waiter, ends its wait: its length
- * is what sched_info_arrive() is about to add to the thread's run_delay
- * (this rq clock minus sched_info.last_queued). prev, if the vCPU running
- * here and still runnable (preempted or yielding), waits from now on:
- * sched_info_depart() queues it at this clock. The slices of a wait tile
- * it, so its split sums to its length. An entry whose slot does not say it
- * waits here is stale (the slot was freed, or its switch-in missed): it
- * goes. */
+ * of prev, which had the CPU. next, if a waiter, ends its wait. prev, if
+ * the vCPU running here and still runnable (preempted or yielding), waits
+ * from now on: sched_info_depart() queues it at this clock. The slices of
+ * a wait on one CPU tile it, so its split sums to its length. An entry
+ * whose slot does not say it waits here is stale (the slot was freed, or
+ * its switch-in missed): it goes. next, if a vCPU thread, runs here. */
 static __always_inline int on_switch(struct kvm_cpu_wait *w, __u32 cpu,
 				     struct task_struct *prev, struct task_struct *next)
 {
 	__u64 now = task_rq_clock(prev);
-	__u32 prev_pid = prev->pid, next_pid = next->pid, cur = w->cur;
+	__u32 prev_pid = prev->pid, next_pid = next->pid, cur = w->cur, idx;
 	struct kvm_vcpu_slot *s;
 
 	if (!now)
 		return 0;
 	w->cur = 0;
 	for (__u32 i = 0; i < KVM_WAITERS; i++) {
-		__u32 v = w->waiter[i], idx = v - 1;
+		__u32 v = w->waiter[i];
 
+		idx = v - 1;
 		if (!v || !(s = bpf_map_lookup_elem(&vcpus, &idx)))
 			continue;
 		if (s->wait_cpu != cpu + 1 || s->tid == prev_pid) {
@@ -571,8 +620,7 @@ static __always_inline int on_switch(struct kvm_cpu_wait *w, __u32 cpu,
 		}
 		wait_charge(s, prev, now);
 		if (s->tid == next_pid) {
-			__u64 queued = task_last_queued(next);
-			__u32 b = virt_log2_bucket(queued && now > queued ? now - queued : 0);
+			__u32 b = virt_log2_bucket(wait_length(s, next, now));
 
 			s->wait_cpu = 0;
 			waiter_drop(w, i, v);
@@ -581,16 +629,42 @@ static __always_inline int on_switch(struct kvm_cpu_wait *w, __u32 cpu,
 			w->cur = v;
 		}
 	}
+	/* a vCPU thread whose wait was not listed (a full list) */
+	if (!w->cur && id_marked(vcpu_tids, next_pid) && tid_vcpu(next_pid, &idx))
+		w->cur = idx + 1;
 	if (cur) {
-		__u32 idx = cur - 1;
-
+		idx = cur - 1;
 		s = bpf_map_lookup_elem(&vcpus, &idx);
-		if (s && s->tid == prev_pid && !s->wait_cpu && task_state(prev) == VIRT_TASK_RUNNING) {
-			s->wait_acct = now;
-			wait_list(s, idx, cpu);
-		}
+		if (s && s->tid == prev_pid && !s->wait_cpu && task_state(prev) == VIRT_TASK_RUNNING)
+			wait_begin(s, idx, cpu, prev, now);
 	}
 	return 0;
+}
+
+/* Linux's run queues (kernel/sched/core.c DEFINE_PER_CPU_SHARED_ALIGNED),
+ * for the task that holds a CPU a waiter leaves. */
+extern struct rq runqueues __ksym;
+
+/* Waiting thread t leaves its CPU (set_task_cpu(), after deactivate_task()
+ * added its wait there to its run_delay, at that run queue's clock): the
+ * rest of the wait there goes to the task holding that CPU; the wait goes
+ * on at dest, from when t is queued there. */
+static __always_inline void wait_migrate(struct kvm_vcpu_slot *s, __u32 idx,
+					 struct task_struct *t, __u32 dest)
+{
+	struct rq *rq = bpf_per_cpu_ptr(&runqueues, s->wait_cpu - 1);
+	struct task_struct *ran = rq ? rq->curr : NULL;
+	__u64 rd = task_run_delay(t), now = task_rq_clock(t);
+
+	if (ran && s->wait_acct && now > s->wait_acct)
+		wait_add(s, ran, now - s->wait_acct);
+	else if (ran && !s->wait_acct && rd > s->wait_leg_rd) {	/* no switch there since */
+		s->wait_throttled = task_throttled_at((__u64)t);
+		wait_add(s, ran, rd - s->wait_leg_rd);
+	}
+	s->wait_leg_rd = rd;
+	wait_unlist(s, idx);
+	wait_list(s, idx, dest, t, 0);
 }
 
 /* A new slot, or its vCPU ran on another thread since (owner changed): take
@@ -613,6 +687,8 @@ static __always_inline struct kvm_vcpu_slot *adopt(struct kvm_vcpu_slot *s, __u3
 		if (!s)
 			return NULL;
 	}
+	if (s->tid != (__u32)id)	/* a wait of its old thread is not the vCPU's */
+		wait_unlist(s, idx);
 	s->tid = (__u32)id;
 	s->tgid = tgid;
 	if (index_thread((__u32)id, idx)) {
@@ -733,11 +809,10 @@ static __always_inline struct kvm_sub_stats *sub_stats(struct kvm_sub_key *k)
 	u = VIRT_LOOKUP_OR_INIT(sub_used, &k->tgid, &zero_used, drops, KVM_DROP_SUB);
 	if (!u || kind >= KVM_SUB_KINDS)
 		return NULL;
-	if (u->n[kind] >= sub_top) {
+	/* a key's entry is taken by the add that finds room (CPUs race) */
+	if (u->n[kind] >= sub_top || __sync_fetch_and_add(&u->n[kind], 1) >= sub_top) {
 		k->dir = 0;
 		k->code = KVM_SUB_OTHER;
-	} else {
-		__sync_fetch_and_add(&u->n[kind], 1);
 	}
 	return VIRT_LOOKUP_OR_INIT(subs, k, &zero_sub, drops, KVM_DROP_SUB);
 }
@@ -751,8 +826,10 @@ static __always_inline int on_sub(__u32 kind, __u32 dir, __u64 code)
 	struct kvm_sub_key k = { .kind = (__u16)kind, .dir = (__u16)dir, .code = code };
 	struct kvm_sub_stats *st;
 
-	if (!s || !s->tgid)
+	if (!s || !s->tgid) {
+		VIRT_DROP(drops, KVM_DROP_VCPU);	/* an untracked vCPU, or no thread entry */
 		return 0;
+	}
 	k.tgid = s->tgid;
 	st = sub_stats(&k);
 	if (!st)
@@ -853,11 +930,15 @@ static __always_inline int on_halt(__u64 ns, bool waited, bool vcpu_ident)
 	struct kvm_vcpu_slot *s = thread_vcpu();
 	__u32 b = virt_log2_bucket(ns);
 
-	if (!s)
+	if (!s) {
+		VIRT_DROP(drops, KVM_DROP_VCPU);	/* an untracked vCPU, or no thread entry */
 		return 0;
+	}
 	if (b < VIRT_HIST_BUCKETS)
 		s->vm.halt_hist[b]++;
 	s->vm.halt_ns += ns;
+	if (waited)
+		s->vm.halt_slept++;
 	if (vcpu_ident) {
 		struct kvm_vcpu *vcpu = (struct kvm_vcpu *)s->ident;
 
@@ -1036,7 +1117,7 @@ int BPF_PROG(virt_kvm_tp_btf_sched_switch, bool preempt, struct task_struct *pre
 	__u32 cpu = task_cpu(prev);
 	struct kvm_cpu_wait *w = cpu_wait(cpu);
 
-	if (!w || !w->any)
+	if (!w || (!w->any && !id_marked(vcpu_tids, next->pid)))
 		return 0;
 	return on_switch(w, cpu, prev, next);
 }
@@ -1056,13 +1137,12 @@ int BPF_PROG(virt_kvm_tp_btf_sched_wakeup, struct task_struct *p)
 	s = tid_vcpu(pid, &idx);
 	if (!s || s->wait_cpu || p->on_cpu || !(queued = task_last_queued(p)))
 		return 0;
-	s->wait_acct = queued;
-	wait_list(s, idx, task_cpu(p));
+	wait_begin(s, idx, task_cpu(p), p, queued);
 	return 0;
 }
 
-/* A waiting vCPU moved to another CPU's run queue (load balancing): its
- * wait goes on there, charged to what runs there. */
+/* A waiting vCPU moves to another CPU's run queue (load balancing, a
+ * changed affinity, NUMA balancing): wait_migrate(). */
 SEC("tp_btf/sched_migrate_task")
 int BPF_PROG(virt_kvm_tp_btf_sched_migrate, struct task_struct *p, int dest_cpu)
 {
@@ -1074,8 +1154,7 @@ int BPF_PROG(virt_kvm_tp_btf_sched_migrate, struct task_struct *p, int dest_cpu)
 	s = tid_vcpu(pid, &idx);
 	if (!s || !s->wait_cpu)
 		return 0;
-	wait_unlist(s, idx);
-	wait_list(s, idx, (__u32)dest_cpu);
+	wait_migrate(s, idx, p, (__u32)dest_cpu);
 	return 0;
 }
 

@@ -32,12 +32,15 @@ struct kvm_stats {
 
 /* What held a CPU while a vCPU waited on its run queue (kvm.bpf.c
  * wait_class()): a thread of the vCPU's own VMM process, of another VMM
- * process (a vCPU or any thread of it), a vhost worker, anything else. */
+ * process (a vCPU or any thread of it), a vhost worker, anything else;
+ * or nothing did: the vCPU's own CPU quota (its cgroup's cpu.max) was used
+ * up, whatever ran. */
 enum kvm_wait_class {
 	KVM_WAIT_SAME_VM,
 	KVM_WAIT_OTHER_VM,
 	KVM_WAIT_VHOST,
 	KVM_WAIT_HOST,
+	KVM_WAIT_THROTTLED,
 	KVM_WAIT_CLASSES
 };
 
@@ -55,6 +58,7 @@ struct kvm_vm_stats {
 				 * since seen (classic tracepoint: halts that did not sleep) */
 	__u64 halt_ns;		/* time halted, polling included */
 	__u64 halt_poll_ns;	/* KVM's own halt_poll_success_ns + halt_poll_fail_ns, since seen */
+	__u64 halt_slept;	/* halts that slept (kvm_vcpu_wakeup's waited) */
 	__u64 wait_hist[VIRT_HIST_BUCKETS];
 	__u64 halt_hist[VIRT_HIST_BUCKETS];
 };
@@ -93,7 +97,14 @@ struct kvm_vcpu_slot {
 	__u32 ureason;
 	__u32 vcpu_id;		/* KVM's vcpu_id, written once at claim */
 	__u32 wait_cpu;		/* the CPU whose run queue the vCPU waits on, + 1 (0: none) */
-	__u64 wait_acct;	/* rq clock up to which its current wait is charged */
+	/* A wait: charged to what held the CPU up to wait_acct, in wait_cpu's
+	 * rq clock (0: from when it was queued there, after a migration);
+	 * its thread's run_delay when it began and when it came to wait_cpu */
+	__u64 wait_acct;
+	__u64 wait_rd;
+	__u64 wait_leg_rd;
+	__u64 wait_task;	/* the thread's struct task_struct * */
+	__u64 wait_throttled;	/* its CPU quota was used up at wait_acct */
 	__u64 poll_seen;	/* KVM's halt-poll ns at the last halt, + 1 (0: not read) */
 	__u64 polled_seen;	/* KVM's successful halt polls then, + 1 */
 	/* subreasons: the key of this exit's last sub-reason (port, MSR,

@@ -33,6 +33,7 @@ enum { W_COUNT, W_TIME, W_UEXITS, W_UTIME };
 #define W_HALT_POLLED VM_WORD(halt_polled)
 #define W_HALT_NS VM_WORD(halt_ns)
 #define W_HALT_POLL_NS VM_WORD(halt_poll_ns)
+#define W_HALT_SLEPT VM_WORD(halt_slept)
 #define W_WAIT_HIST VM_WORD(wait_hist)
 #define W_HALT_HIST VM_WORD(halt_hist)
 

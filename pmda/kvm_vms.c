@@ -18,6 +18,7 @@
 const char *const kvm_wait_class_names[KVM_WAIT_CLASSES] = {
 	[KVM_WAIT_SAME_VM] = "same_vm", [KVM_WAIT_OTHER_VM] = "other_vm",
 	[KVM_WAIT_VHOST] = "vhost", [KVM_WAIT_HOST] = "host",
+	[KVM_WAIT_THROTTLED] = "throttled",
 };
 
 /* ------------------------------------------------- per-VM from slots */
@@ -571,7 +572,7 @@ static void vm_rows_set(const struct kvm_state *st, struct vm_entry *vm)
 	vm->poll = st->poll_on;
 	vm->d.waits = hist_mass(&sum[W_WAIT_HIST]);
 	vm->d.halts = hist_mass(&sum[W_HALT_HIST]);
-	vm->d.halt_slept = vm->d.halts - sum[W_HALT_POLLED];
+	vm->d.halt_slept = sum[W_HALT_SLEPT];
 	for (unsigned int c = 0; c < KVM_WAIT_CLASSES; c++) {
 		virt_row_set(&vm->by[c], &sum[W_WAIT_BY + c], 1, NULL);
 		if (vm->sched)
