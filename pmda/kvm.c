@@ -278,6 +278,7 @@ static int kvm_attach(struct virt_family *fam)
 		st->vstats_on = fam->opts[OPT_VCPU_STATS].b;
 		init_rows(st);
 	}
+	st->vm_drops = 0;
 	if (!(st->skel = (struct kvm_bpf *)virt_attach_skel(fam, &kvm_ops)))
 		return -ENOENT;
 	return VIRT_ATTACHED;
@@ -406,8 +407,8 @@ static int kvm_refresh(struct virt_family *fam)
 		kvm_statfds_read(st);
 	else if (st->vstats_on)
 		kvm_statfds_drop_stale(st);
-	fam->dropped = virt_percpu_counters_total(bpf_map__fd(skel->maps.drops), &st->bulk,
-						  KVM_DROPS) + st->vm_drops;
+	fam->dropped_now = virt_percpu_counters_total(bpf_map__fd(skel->maps.drops), &st->bulk,
+						      KVM_DROPS) + st->vm_drops;
 	return err ? -EIO : 0;
 }
 

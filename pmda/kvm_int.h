@@ -180,7 +180,7 @@ struct kvm_state {
 	/* a read of vms_gone (max_vms entries) */
 	uint32_t *gone_tgid;
 	struct kvm_vm_stats *gone;
-	uint64_t vm_drops;
+	uint64_t vm_drops;		/* this attach's, with the drops map's */
 	bool sched_on;			/* scheduler hooks loaded (tp_btf, sched) */
 	bool poll_on;			/* halts carry KVM's poll time (not tracepoint) */
 	bool subs_on, subs_timed;	/* subreasons loaded; with latency */

@@ -832,8 +832,8 @@ static int qemu_refresh(struct virt_family *fam)
 		scan(fam);
 	read_procs(st);
 	read_vqs(st);
-	fam->dropped = virt_percpu_counters_total(bpf_map__fd(st->skel->maps.drops), &st->pbulk,
-						   QEMU_DROPS);
+	fam->dropped_now = virt_percpu_counters_total(bpf_map__fd(st->skel->maps.drops), &st->pbulk,
+						       QEMU_DROPS);
 	return 0;
 }
 

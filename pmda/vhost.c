@@ -141,10 +141,9 @@ struct vhost_state {
 	struct stall_rec *ev;		/* ring of max_events */
 	size_t evcap;
 	uint64_t evnext;		/* seq of the next record */
-	uint64_t evlost;		/* pushed out before a reader saw them */
+	uint64_t evlost;		/* pushed out before a reader saw them, this attach */
 	struct ctx_cursor ctx[MAX_CONTEXTS];
 	int evarray;			/* pmdaEventNewArray handle */
-	uint64_t bpf_drops;
 };
 
 /* ------------------------------------------------------------- ready */
@@ -269,7 +268,7 @@ static int vhost_attach(struct virt_family *fam)
 	st->had_net = virt_kmod_present("vhost_net");
 	st->had_vsock = virt_kmod_present("vhost_vsock");
 	st->had_scsi = virt_kmod_present("vhost_scsi");
-	st->bpf_drops = 0;
+	st->evlost = 0;
 	if (!(st->skel = (struct vhost_bpf *)virt_attach_skel(fam, &vhost_ops)))
 		return -ENOENT;
 	/* now, not in the fetch that sees the first kick (where pmcd's 5 s
@@ -505,8 +504,6 @@ static void vhost_detach(struct virt_family *fam)
 		virt_sums_begin(&r->sums);
 		vhost_row_retire(r);
 	}
-	st->evlost += st->bpf_drops;	/* keep dropped monotonic */
-	st->bpf_drops = 0;
 }
 
 /* ------------------------------------------------------ stall events */
@@ -660,9 +657,8 @@ static int vhost_refresh(struct virt_family *fam)
 				i++;
 		}
 	}
-	st->bpf_drops = virt_percpu_counters_total(bpf_map__fd(st->skel->maps.drops), &st->bulk,
-						    VHOST_DROPS);
-	fam->dropped = st->evlost + st->bpf_drops;
+	fam->dropped_now = st->evlost + virt_percpu_counters_total(bpf_map__fd(st->skel->maps.drops),
+								   &st->bulk, VHOST_DROPS);
 	return 0;
 }
 

@@ -372,8 +372,8 @@ static int virtio_refresh(struct virt_family *fam)
 			virt_row_retire(&r->k.row);
 		}
 	}
-	fam->dropped = virt_percpu_counters_total(bpf_map__fd(st->skel->maps.drops), &st->bulk,
-						   VIRTIO_DROPS);
+	fam->dropped_now = virt_percpu_counters_total(bpf_map__fd(st->skel->maps.drops), &st->bulk,
+						       VIRTIO_DROPS);
 	return 0;
 }
 

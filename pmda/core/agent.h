@@ -46,6 +46,11 @@ void virt_progstats_refresh(void);	/* once per fetch that asks for them */
 void virt_progstats_fold(struct virt_family *fam);	/* before its object goes */
 int virt_progstats_fetch(const struct virt_family *fam, bool runs, pmAtomValue *atom);
 
+/* dropped.c: virt.control.module.dropped, monotonic across re-attaches */
+void virt_dropped_update(struct virt_family *fam);	/* after each refresh */
+void virt_dropped_fold(struct virt_family *fam);	/* after the module's detach */
+uint64_t virt_dropped(const struct virt_family *fam);
+
 /* ksyms.c: virt_ksym_lookup's /proc/kallsyms pass ("addr type name
  * [module]" lines; the first line with a name wins) */
 int virt_ksym_scan(FILE *f, const char *const names[], uint64_t addrs[], bool present[],

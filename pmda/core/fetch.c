@@ -114,7 +114,7 @@ static int fetch_control(enum virt_metric_id id, unsigned int inst, pmAtomValue 
 		atom->ull = fam->attach_attempts;
 		return PMDA_FETCH_STATIC;
 	case VIRT_M_MODULE_DROPPED:
-		atom->ull = fam->dropped;
+		atom->ull = virt_dropped(fam);
 		return PMDA_FETCH_STATIC;
 	case VIRT_M_MODULE_PROGRAMS:
 		atom->ul = fam->state == VIRT_ACTIVE ? fam->programs : 0;

@@ -225,10 +225,12 @@ static void try_attach(struct virt_family *fam)
 
 static void detach(struct virt_family *fam)
 {
-	if (fam->state == VIRT_ACTIVE)
+	if (fam->state == VIRT_ACTIVE) {
 		virt_progstats_fold(fam);
-	if (fam->state == VIRT_ACTIVE && fam->mod->detach)
-		fam->mod->detach(fam);
+		if (fam->mod->detach)
+			fam->mod->detach(fam);
+		virt_dropped_fold(fam);
+	}
 	fam->programs = 0;
 	fam->method[0] = '\0';
 }
@@ -295,6 +297,7 @@ void virt_refresh_family(struct virt_family *fam)
 	start = virt_mono_ns();
 	cpu = cpu_ns();
 	rc = fam->mod->refresh(fam);
+	virt_dropped_update(fam);
 	fam->refresh_cpu_ns += cpu_ns() - cpu;
 	fam->refresh_ns += virt_mono_ns() - start;
 	note_slow(fam, "refresh", start / 1000000);

@@ -66,7 +66,7 @@ enum virt_state {
 #define VIRT_REASON_MAX 256
 
 /* Agent-side state of one family; the module reads opts and sets reason,
- * method, programs and dropped. */
+ * method, programs and dropped_now. */
 struct virt_family {
 	const struct virt_module *mod;
 	const char *name;
@@ -80,7 +80,10 @@ struct virt_family {
 	uint64_t attach_ns;		/* duration of the last successful attach */
 	uint64_t refresh_ns;		/* wall time in refresh(), cumulative */
 	uint64_t refresh_cpu_ns;	/* the agent's CPU time in refresh() */
-	uint64_t dropped;		/* events lost to full maps, cumulative */
+	uint64_t dropped_now;		/* events lost to full maps since this
+					 * attach (the module's, in refresh()) */
+	uint64_t dropped_high;		/* the agent's: dropped_now's highest */
+	uint64_t dropped_base;		/* the agent's: earlier attaches' drops */
 	union virt_optval *opts;	/* indexed as mod->options */
 	struct bpf_object *obj;		/* what virt_attach_skel attached, for its
 					 * programs' run-time statistics */

@@ -25,9 +25,13 @@ int main(void)
 			    WORDS * sizeof(uint64_t), 200, NULL);
 	afd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "t_maps_a", sizeof(uint32_t),
 			     sizeof(uint64_t), 10, NULL);
-	if (fd < 0 || afd < 0 || !v) {
+	if (fd < 0 || afd < 0) {
 		printf("%s: skipped: cannot create BPF maps (%s)\n", __FILE__, strerror(errno));
-		return 0;
+		return UNIT_SKIP;
+	}
+	if (!v) {
+		printf("%s: out of memory\n", __FILE__);
+		return 1;
 	}
 	for (int c = 0; c < ncpu; c++)
 		cpusum += (uint64_t)c;
