@@ -537,12 +537,24 @@ static __always_inline bool vhost_worker(struct task_struct *t)
 	       ((t->flags & VIRT_PF_KTHREAD) || id_marked(vmm_tgids, t->tgid));
 }
 
+/* KVM's NX huge-page recovery worker "kvm-nx-lpage-recovery": a kernel
+ * thread before Linux 6.13 (kvm_vm_create_worker_thread()), a thread of
+ * the VMM since ("KVM: x86: switch hugepage recovery thread to
+ * vhost_task", v6.13, in 6.12.y stable): host on either. */
+static __always_inline bool kvm_nx_worker(struct task_struct *t)
+{
+	return t->comm[0] == 'k' && t->comm[1] == 'v' && t->comm[2] == 'm' &&
+	       t->comm[3] == '-' && t->comm[4] == 'n' && t->comm[5] == 'x' && t->comm[6] == '-';
+}
+
 static __always_inline __u32 wait_class(struct task_struct *t, __u32 tgid)
 {
 	__u32 g = t->tgid;
 
 	if (vhost_worker(t))
 		return KVM_WAIT_VHOST;
+	if (kvm_nx_worker(t))
+		return KVM_WAIT_HOST;
 	if (g == tgid)
 		return KVM_WAIT_SAME_VM;
 	return id_marked(vmm_tgids, g) ? KVM_WAIT_OTHER_VM : KVM_WAIT_HOST;
