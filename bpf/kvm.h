@@ -57,6 +57,8 @@ struct kvm_vm_stats {
 	__u64 halt_poll_ns;	/* KVM's own halt_poll_success_ns + halt_poll_fail_ns, since seen */
 	__u64 wait_hist[VIRT_HIST_BUCKETS];
 	__u64 halt_hist[VIRT_HIST_BUCKETS];
+	__u64 exits_unseen;	/* KVM's own exits of the vCPU (vcpu->stat.exits) between
+				 * two exits counted in "exits", not counted there */
 };
 
 /* One slot per vCPU in the "vcpus" array, at the first of KVM_PROBE
@@ -102,6 +104,8 @@ struct kvm_vcpu_slot {
 	__u64 sub_code;
 	__u32 sub_kind;		/* KVM_SUB_* << 16 | direction */
 	__u32 sub_pad;
+	__u64 kvm_exits_seen;	/* KVM's vcpu->stat.exits at the last exit counted, + 1
+				 * (0: none yet; classic tracepoint: never read) */
 	struct kvm_vm_stats vm;	/* this vCPU's counts: per VM and per vCPU */
 };
 

@@ -35,6 +35,7 @@ enum { W_COUNT, W_TIME, W_UEXITS, W_UTIME };
 #define W_HALT_POLL_NS VM_WORD(halt_poll_ns)
 #define W_WAIT_HIST VM_WORD(wait_hist)
 #define W_HALT_HIST VM_WORD(halt_hist)
+#define W_UNSEEN VM_WORD(exits_unseen)
 
 extern const char *const kvm_wait_class_names[KVM_WAIT_CLASSES];
 
@@ -66,16 +67,7 @@ struct vm_entry {
 	 * (histogram instances only) */
 	struct virt_row by[KVM_WAIT_CLASSES];
 	struct virt_row halt;
-	/* KVM's own "exits" (debugfs) and ours, from when both first saw
-	 * the VM: exits_unseen = KVM's growth - ours, taken only where
-	 * KVM's exits read just before ours equal those read after */
-	bool books_base;		/* both seen: unseen has a value */
-	bool books_seen;		/* KVM's exits read in this refresh */
-	bool pre_ok;			/* kvm_exits_pre read */
-	unsigned int books_dirs;	/* its debugfs directories last seen */
-	char books_dir[24];		/* the last: "<pid>-<fd>" */
-	uint64_t kvm_exits, kvm_exits_pre, kvm_exits0, our_exits0;
-	uint64_t unseen;		/* int64_t, as PM_TYPE_64 reads it */
+	bool unseen_known;		/* its slots read KVM's exits (W_UNSEEN): not tracepoint */
 	/* KVM's per-vCPU statistics fds of the VMM's vCPUs (vcpu_stats) */
 	struct vcpu_stats_fd *vsfd;
 	unsigned int nvsfd;
@@ -221,7 +213,6 @@ void kvm_book_rows_unsee(struct virt_table *t);
 void kvm_book_rows_expose(struct virt_table *t);
 void kvm_book_rows_remove(struct kvm_state *st, const struct vm_entry *vm);
 bool kvm_debugfs_asked(void);
-void kvm_debugfs_pre(struct kvm_state *st);
 void kvm_debugfs_read(struct kvm_state *st);
 
 /* kvm_statfds.c: KVM's per-vCPU statistics fds (vcpu_stats) */

@@ -333,7 +333,6 @@ static struct vm_entry *vm_row(struct kvm_state *st, uint32_t tgid, bool *droppe
 	} else {
 		return NULL;
 	}
-	vm->books_base = false;		/* a new struct kvm: KVM's books begin again */
 	vm->start = id->start;
 	vm->named = id->named;
 	vm->k.row.live = true;
@@ -610,6 +609,7 @@ void kvm_vms_read(struct kvm_state *st, struct virt_family *fam)
 			continue;
 		virt_row_set(&vm->k.row, vm->sums.sum, VM_WORDS, &vm->sums.sum[W_WAIT_HIST]);
 		virt_row_expose(&vm->k.row, true);
+		vm->unseen_known = st->poll_on;
 		vm_rows_set(st, vm);
 	}
 	for (size_t i = 0; i < st->vcpu_rows.n; i++) {
