@@ -92,7 +92,16 @@ struct vcpu_rec {
 	uint32_t tid;			/* the thread rd was read from */
 	bool dropped;			/* counted once in vm_drops (max_vms) */
 	uint64_t last[VM_WORDS];
-	uint64_t rd;			/* its thread's run_delay, ns */
+	uint64_t rd;			/* its thread's run_delay beyond rd_base, ns */
+	uint64_t rd_base;		/* what of it its VM counted before (struct rd_counted) */
+};
+
+/* A thread whose run delay up to rd its VM counted already (in rd_gone:
+ * a slot the thread ran went), so that a vCPU it runs next (its VMM
+ * re-created its VM) counts from there, not from the thread's start. */
+struct rd_counted {
+	uint32_t tgid, tid;
+	uint64_t rd;
 };
 
 /* A vCPU's row (st->vcpu_rows), "<vm>/vcpu<N>", N KVM's vcpu_id: summed
@@ -156,6 +165,8 @@ struct kvm_state {
 	struct kvm_stats *exits;
 	size_t nvcpus;			/* entries of vcpus and of threads */
 	struct vcpu_rec *recs;		/* one per vcpus entry */
+	struct rd_counted *rd_counted;	/* threads of live VMMs; kept across attaches */
+	size_t nrd_counted, rd_counted_cap;
 	/* Indexes of the slots in use at this sum and at the one before: one
 	 * pass over the (mostly free) vcpus array, then only these. */
 	uint32_t *occ, *occ_prev;

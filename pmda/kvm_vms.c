@@ -134,19 +134,68 @@ static int vcpus_gone_now(struct kvm_state *st)
 	return st->nvgone;
 }
 
+/* Thread tid of process tgid: its run delay up to rd is counted in its
+ * VM's rd_gone (no room: a vCPU it runs next counts it again). */
+static void rd_counted_note(struct kvm_state *st, uint32_t tgid, uint32_t tid, uint64_t rd)
+{
+	struct rd_counted *n;
+
+	for (size_t i = 0; i < st->nrd_counted; i++)
+		if (st->rd_counted[i].tgid == tgid && st->rd_counted[i].tid == tid) {
+			st->rd_counted[i].rd = rd;
+			return;
+		}
+	if (st->nrd_counted == st->rd_counted_cap) {
+		size_t cap = st->rd_counted_cap ? 2 * st->rd_counted_cap : 16;
+
+		if (!(n = realloc(st->rd_counted, cap * sizeof(*n))))
+			return;
+		st->rd_counted = n;
+		st->rd_counted_cap = cap;
+	}
+	st->rd_counted[st->nrd_counted++] = (struct rd_counted){ tgid, tid, rd };
+}
+
+/* What of thread tid's run delay its VM counted already (0: none), no
+ * longer kept: a rec follows the thread from there. */
+static uint64_t rd_counted_take(struct kvm_state *st, uint32_t tgid, uint32_t tid)
+{
+	for (size_t i = 0; i < st->nrd_counted; i++)
+		if (st->rd_counted[i].tgid == tgid && st->rd_counted[i].tid == tid) {
+			uint64_t rd = st->rd_counted[i].rd;
+
+			st->rd_counted[i] = st->rd_counted[--st->nrd_counted];
+			return rd;
+		}
+	return 0;
+}
+
+/* Threads of exited VMMs run no vCPU again. */
+static void rd_counted_purge(struct kvm_state *st)
+{
+	for (size_t i = 0; i < st->nrd_counted;)
+		if (vmm_alive(st, st->rd_counted[i].tgid))
+			i++;
+		else
+			st->rd_counted[i] = st->rd_counted[--st->nrd_counted];
+}
+
 /* The run delay read from a thread the rec no longer follows stays with
  * its VM and vCPU (the kernel folds exit counts of destroyed vCPUs, not
- * this). */
+ * this), and is noted as counted: the thread may run another vCPU. */
 static void rec_forget_thread(struct kvm_state *st, struct vcpu_rec *r)
 {
-	struct vm_entry *vm = r->rd ? kvm_vm_of(st, r->tgid) : NULL;
-	struct vcpu_entry *c = vm ? vcpu_row(st, vm, r->id) : NULL;
+	struct vm_entry *vm = r->tgid ? kvm_vm_of(st, r->tgid) : NULL;
+	struct vcpu_entry *c = vm && r->rd ? vcpu_row(st, vm, r->id) : NULL;
 
 	if (vm)
 		vm->d.rd_gone += r->rd;
 	if (c)
 		c->rd_gone += r->rd;
+	if (vm && r->tid && r->rd_base + r->rd)
+		rd_counted_note(st, r->tgid, r->tid, r->rd_base + r->rd);
 	r->rd = 0;
+	r->rd_base = 0;
 	r->tid = 0;
 }
 
@@ -219,6 +268,16 @@ static bool thread_run_delay(uint32_t tgid, uint32_t tid, uint64_t *ns)
 	return true;
 }
 
+/* The rec's thread's run delay beyond what its VM counted before; a
+ * thread gone keeps its last. */
+static void rec_read_delay(struct vcpu_rec *r)
+{
+	uint64_t ns;
+
+	if (thread_run_delay(r->tgid, r->tid, &ns))
+		r->rd = ns > r->rd_base ? ns - r->rd_base : 0;
+}
+
 static void rec_take(struct kvm_state *st, struct vcpu_rec *r,
 		     const volatile struct kvm_vcpu_slot *v)
 {
@@ -233,10 +292,12 @@ static void rec_take(struct kvm_state *st, struct vcpu_rec *r,
 	r->id = v->vcpu_id;
 	for (size_t i = 0; i < VM_WORDS; i++)
 		r->last[i] = w[i];
-	if (r->tid != tid)
+	if (r->tid != tid) {
 		rec_forget_thread(st, r);
+		r->rd_base = rd_counted_take(st, r->tgid, tid);
+	}
 	r->tid = tid;
-	thread_run_delay(r->tgid, tid, &r->rd);	/* a thread gone keeps its last */
+	rec_read_delay(r);
 }
 
 /* Clear id's bit of a BPF-side id set (kvm.h). */
@@ -519,6 +580,7 @@ static void sum_vms(struct kvm_state *st, struct virt_family *fam)
 	n = read_gone(st, max_vms);
 	fold_exited_gone(st, n);
 	nv = fold_exited_vcpus_gone(st, vcpus_gone_now(st));
+	rd_counted_purge(st);
 	retire_exited(st);
 	for (size_t i = 0; i < st->vms.n; i++) {
 		struct vm_entry *vm = kvm_vm_at(st, i);
