@@ -96,6 +96,14 @@ struct vcpu_rec {
 	uint64_t rd_base;		/* what of it its VM counted before (struct rd_counted) */
 };
 
+/* A VMM process marked in the BPF side's vmm_tgids (adopt()) that has no
+ * live row (beyond max_vms), with its start time: its bit goes when it
+ * exits or its pid is another process's. */
+struct vmm_mark {
+	uint32_t tgid;
+	uint64_t start;
+};
+
 /* A thread whose run delay up to rd its VM counted already (in rd_gone:
  * a slot the thread ran went), so that a vCPU it runs next (its VMM
  * re-created its VM) counts from there, not from the thread's start. */
@@ -167,6 +175,8 @@ struct kvm_state {
 	struct vcpu_rec *recs;		/* one per vcpus entry */
 	struct rd_counted *rd_counted;	/* threads of live VMMs; kept across attaches */
 	size_t nrd_counted, rd_counted_cap;
+	struct vmm_mark *marks, *marks_next;	/* ascending tgid; the next pass's */
+	size_t nmarks, marks_cap, marks_next_cap;
 	/* Indexes of the slots in use at this sum and at the one before: one
 	 * pass over the (mostly free) vcpus array, then only these. */
 	uint32_t *occ, *occ_prev;

@@ -328,6 +328,73 @@ static void vcpu_free(struct kvm_state *st, size_t i)
 	__atomic_store_n(&v->ident, 0, __ATOMIC_RELEASE);
 }
 
+static void n_cap_swap(size_t *a, size_t *b)
+{
+	size_t t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+/* Append a mark to the next pass's list; false when out of memory. */
+static bool mark_next(struct kvm_state *st, size_t n, uint32_t tgid, uint64_t start)
+{
+	struct vmm_mark *m;
+
+	if (n == st->marks_next_cap) {
+		size_t cap = n ? 2 * n : 16;
+
+		if (!(m = realloc(st->marks_next, cap * sizeof(*m))))
+			return false;
+		st->marks_next = m;
+		st->marks_next_cap = cap;
+	}
+	st->marks_next[n] = (struct vmm_mark){ tgid, start };
+	return true;
+}
+
+/* The start time tgid was marked with (0: not marked before); *at walks
+ * the ascending marks along with the ascending bits. */
+static uint64_t mark_start(const struct kvm_state *st, size_t *at, uint32_t tgid)
+{
+	while (*at < st->nmarks && st->marks[*at].tgid < tgid)
+		(*at)++;
+	return *at < st->nmarks && st->marks[*at].tgid == tgid ? st->marks[*at].start : 0;
+}
+
+/* Every VMM process set in vmm_tgids without a live row (beyond max_vms,
+ * or its row not made yet) is kept with its start time, and its bit
+ * cleared once it exited or its pid is another process's; a row's bit is
+ * cleared when its process is found gone (sum_vms). One pass over the
+ * bitmap (KVM_TID_MAX bits, 512 KiB) per refresh, in place (mmap'ed). */
+static void unmark_exited_vmms(struct kvm_state *st)
+{
+	__u64 *bits = st->skel->bss->vmm_tgids;
+	size_t at = 0, n = 0;
+	struct vmm_mark *m;
+
+	for (uint32_t w = 0; w < KVM_TID_MAX / 64; w++) {
+		for (uint64_t word = __atomic_load_n(&bits[w], __ATOMIC_RELAXED); word; word &= word - 1) {
+			uint32_t tgid = w * 64 + (uint32_t)__builtin_ctzll(word);
+			struct vm_entry *vm = kvm_vm_of(st, tgid);
+			uint64_t was = mark_start(st, &at, tgid), now;
+
+			if (vm && vm->k.row.live)
+				continue;
+			now = vmid_starttime(tgid);
+			if (!now || (was && now != was))
+				id_unmark(bits, tgid);
+			else if (mark_next(st, n, tgid, now))
+				n++;
+		}
+	}
+	m = st->marks;
+	st->marks = st->marks_next;
+	st->marks_next = m;
+	n_cap_swap(&st->marks_cap, &st->marks_next_cap);
+	st->nmarks = n;
+}
+
 /* A VM's sums begin with what its gone slots and threads left. */
 static void vm_sum_begin(struct vm_entry *vm)
 {
@@ -574,6 +641,7 @@ static void sum_vms(struct kvm_state *st, struct virt_family *fam)
 		if (!vm->k.row.live && !vm->retired)	/* its threads are other VMs' no more */
 			id_unmark(st->skel->bss->vmm_tgids, (uint32_t)vm->k.key);
 	}
+	unmark_exited_vmms(st);
 	scan_slots(st);
 	free_exited_slots(st);
 	forget_free_slots(st);
