@@ -29,6 +29,26 @@ static bool book_skip(const char *name, void *arg)
 	return false;
 }
 
+/* Room for one more bad file; false (logged once) when out of memory. */
+static bool book_bad_room(struct kvm_state *st)
+{
+	unsigned int cap = st->bad_cap ? 2 * st->bad_cap : 32;
+	struct books_bad *b;
+
+	if (st->nbad < st->bad_cap)
+		return true;
+	if ((b = realloc(st->bad, cap * sizeof(*b)))) {
+		st->bad = b;
+		st->bad_cap = cap;
+		return true;
+	}
+	if (!st->bad_nomem)
+		virt_log(LOG_WARNING, "kvm: out of memory: files of %s that are no statistic "
+			 "are read at every fetch", KVM_BOOKS_ROOT);
+	st->bad_nomem = true;
+	return false;
+}
+
 /* A file that is no number is logged and never opened again; one that
  * could not be read (its VM going away) is skipped in this refresh. */
 static void book_bad(const char *name, int err, void *arg)
@@ -36,7 +56,7 @@ static void book_bad(const char *name, int err, void *arg)
 	struct books_ctx *c = arg;
 	struct kvm_state *st = c->st;
 
-	if ((err != -EINVAL && err != -ENAMETOOLONG) || st->nbad >= BOOKS_BAD_MAX)
+	if ((err != -EINVAL && err != -ENAMETOOLONG) || !book_bad_room(st))
 		return;
 	snprintf(st->bad[st->nbad].name, sizeof(st->bad[0].name), "%s", name);
 	st->nbad++;

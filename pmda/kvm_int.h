@@ -155,7 +155,6 @@ struct book_entry {
 
 /* Files found to be no statistic, never opened again (x86's
  * mmu_rmaps_stat walks the VM's rmaps under its MMU lock to print). */
-#define BOOKS_BAD_MAX 32
 struct books_bad {
 	char name[KVM_BOOK_NAME_MAX];
 };
@@ -202,8 +201,9 @@ struct kvm_state {
 	uint32_t sub_max;
 	uint64_t subs_gen;		/* reads of "subs" */
 	struct virt_table books, vcpu_books, vcpu_hists;	/* of struct book_entry */
-	struct books_bad bad[BOOKS_BAD_MAX];
-	unsigned int nbad;
+	struct books_bad *bad;		/* as many as found */
+	unsigned int nbad, bad_cap;
+	bool bad_nomem;			/* logged: one could not be kept */
 	int books_errno;		/* of the last failed open of the root, logged */
 	bool vstats_on;			/* vcpu_stats */
 	int vstats_errno;		/* why per-vCPU statistics failed, logged */
