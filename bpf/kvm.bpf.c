@@ -375,8 +375,7 @@ static __always_inline void exits_reconcile(struct kvm_vcpu_slot *s, enum vcpu_i
 	if (src == ID_RECORD)
 		return;
 	now = vcpu_kvm_exits(src, p) + 1;
-	if (s->kvm_exits_seen && now > s->kvm_exits_seen + 1)
-		s->vm.exits_unseen += now - s->kvm_exits_seen - 1;
+	s->vm.exits_unseen += kvm_exits_unseen_since(s->kvm_exits_seen, now);
 	s->kvm_exits_seen = now;
 }
 

@@ -109,6 +109,16 @@ struct kvm_vcpu_slot {
 	struct kvm_vm_stats vm;	/* this vCPU's counts: per VM and per vCPU */
 };
 
+/* exits_unseen (kvm.bpf.c exits_reconcile()): from KVM's count of a
+ * vCPU's exits at the exit the agent counts now, + 1, and at the last one
+ * it counted (seen, + 1; 0: none yet), the exits KVM counted between the
+ * two; none when KVM's count grew by one or less (stepped back: 0 written
+ * to its debugfs file). */
+static inline __attribute__((always_inline)) __u64 kvm_exits_unseen_since(__u64 seen, __u64 now)
+{
+	return seen && now > seen + 1 ? now - seen - 1 : 0;
+}
+
 #define KVM_EXIT_WORD(slot, code)	((__u64)(slot) << 32 | (__u32)(code))
 #define KVM_EXIT_SLOT(w)		((__u32)((w) >> 32))
 #define KVM_EXIT_CODE(w)		((__u32)(w))
