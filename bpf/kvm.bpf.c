@@ -348,6 +348,37 @@ static __always_inline __u32 exit_code(__u32 isa, enum vcpu_id_src src, void *p,
 	return vendor_exit_code(p, isa);
 }
 
+/* KVM's own count of the vCPU's exits, vcpu->stat.exits: a plain load of
+ * the BTF-typed vCPU (tp_btf), a probe read of the untyped one (raw_tp).
+ * The classic tracepoint's record has no vCPU: not read there. */
+static __always_inline __u64 vcpu_kvm_exits(enum vcpu_id_src src, void *p)
+{
+	if (src == ID_BTF)
+		return ((struct kvm_vcpu *)p)->stat.exits;
+	return BPF_CORE_READ((struct kvm_vcpu *)p, stat.exits);
+}
+
+/* An exit the agent counts in s->vm.exits, read beside KVM's own count
+ * of the vCPU's exits at the same instant on the vCPU's thread (the only
+ * writer of both): what KVM counted since the last exit counted, beyond
+ * this one, are exits the agent did not see. vcpu_enter_guest()
+ * (arch/x86/kvm/x86.c) adds one to stat.exits per exit, fastpath
+ * re-entries included, before the next kvm_entry; whether the read at
+ * kvm_exit comes before or after that (svm_handle_exit() on 6.1 AMD: after)
+ * is the same at every exit of a kernel, so the difference is exact. A
+ * count that steps back (0 written to KVM's debugfs file) starts again. */
+static __always_inline void exits_reconcile(struct kvm_vcpu_slot *s, enum vcpu_id_src src,
+					    void *p)
+{
+	__u64 now;
+
+	if (src == ID_RECORD)
+		return;
+	now = vcpu_kvm_exits(src, p) + 1;
+	s->vm.exits_unseen += kvm_exits_unseen_since(s->kvm_exits_seen, now);
+	s->kvm_exits_seen = now;
+}
+
 static __always_inline struct kvm_vcpu_slot *claim_vcpu(__u64 ident, __u32 *idx, __u32 isa,
 							enum vcpu_id_src src, void *p)
 {
@@ -742,8 +773,10 @@ static __always_inline int on_exit(__u64 ident, __u64 owner, __u32 isa,
 		st = exit_stats(isa, code, slot);
 		if (st)
 			__sync_fetch_and_add(&st->count, 1);
-		if (s)
+		if (s) {
 			s->vm.exits++;
+			exits_reconcile(s, src, p);
+		}
 		return 0;
 	}
 	if (!s)
@@ -879,7 +912,7 @@ static __always_inline void sub_time(const struct kvm_vcpu_slot *s, __u64 ns)
 
 /* subs: a literal at each call, so that the entry program loaded without
  * subreasons has no trace of them */
-static __always_inline int on_entry(__u64 ident, bool subs)
+static __always_inline int on_entry(__u64 ident, bool subs, enum vcpu_id_src src, void *p)
 {
 	struct kvm_vcpu_slot *s;
 	struct kvm_stats *st;
@@ -907,6 +940,7 @@ static __always_inline int on_entry(__u64 ident, bool subs)
 	if (subs && s->sub_of == ts)
 		sub_time(s, ns);
 	s->vm.exits++;
+	exits_reconcile(s, src, p);
 	s->vm.exit_ns += ns;
 	if (s->uexit_of == ts) {
 		__u64 uns = now - s->uexit_ts;
@@ -1063,7 +1097,7 @@ int BPF_PROG(virt_kvm_tp_btf_entry, struct kvm_vcpu *vcpu)
 {
 	if (!vcpu)
 		return 0;
-	return on_entry((__u64)vcpu, false);
+	return on_entry((__u64)vcpu, false, ID_BTF, vcpu);
 }
 
 SEC("tp_btf/kvm_entry")
@@ -1071,7 +1105,7 @@ int BPF_PROG(virt_kvm_tp_btf_entry_subs, struct kvm_vcpu *vcpu)
 {
 	if (!vcpu)
 		return 0;
-	return on_entry((__u64)vcpu, true);
+	return on_entry((__u64)vcpu, true, ID_BTF, vcpu);
 }
 
 /* What the exit is about (subreasons): the events KVM traces while it
@@ -1180,13 +1214,13 @@ int BPF_PROG(virt_kvm_raw_tp_exit, void *vcpu, __u32 isa)
 SEC("raw_tp/kvm_entry")
 int BPF_PROG(virt_kvm_raw_tp_entry, void *vcpu)
 {
-	return on_entry((__u64)vcpu, false);
+	return on_entry((__u64)vcpu, false, ID_PROBE, vcpu);
 }
 
 SEC("raw_tp/kvm_entry")
 int BPF_PROG(virt_kvm_raw_tp_entry_subs, void *vcpu)
 {
-	return on_entry((__u64)vcpu, true);
+	return on_entry((__u64)vcpu, true, ID_PROBE, vcpu);
 }
 
 SEC("raw_tp/kvm_pio")
@@ -1244,13 +1278,13 @@ int virt_kvm_tracepoint_exit(struct trace_event_raw_kvm_exit___virt *ctx)
 SEC("tracepoint/kvm/kvm_entry")
 int virt_kvm_tracepoint_entry(struct trace_event_raw_kvm_entry___virt *ctx)
 {
-	return on_entry(bpf_get_current_pid_tgid(), false);
+	return on_entry(bpf_get_current_pid_tgid(), false, ID_RECORD, ctx);
 }
 
 SEC("tracepoint/kvm/kvm_entry")
 int virt_kvm_tracepoint_entry_subs(struct trace_event_raw_kvm_entry___virt *ctx)
 {
-	return on_entry(bpf_get_current_pid_tgid(), true);
+	return on_entry(bpf_get_current_pid_tgid(), true, ID_RECORD, ctx);
 }
 
 SEC("tracepoint/kvm/kvm_pio")

@@ -61,6 +61,8 @@ struct kvm_vm_stats {
 	__u64 halt_slept;	/* halts that slept (kvm_vcpu_wakeup's waited) */
 	__u64 wait_hist[VIRT_HIST_BUCKETS];
 	__u64 halt_hist[VIRT_HIST_BUCKETS];
+	__u64 exits_unseen;	/* KVM's own exits of the vCPU (vcpu->stat.exits) between
+				 * two exits counted in "exits", not counted there */
 };
 
 /* One slot per vCPU in the "vcpus" array, at the first of KVM_PROBE
@@ -113,8 +115,20 @@ struct kvm_vcpu_slot {
 	__u64 sub_code;
 	__u32 sub_kind;		/* KVM_SUB_* << 16 | direction */
 	__u32 sub_pad;
+	__u64 kvm_exits_seen;	/* KVM's vcpu->stat.exits at the last exit counted, + 1
+				 * (0: none yet; classic tracepoint: never read) */
 	struct kvm_vm_stats vm;	/* this vCPU's counts: per VM and per vCPU */
 };
+
+/* exits_unseen (kvm.bpf.c exits_reconcile()): from KVM's count of a
+ * vCPU's exits at the exit the agent counts now, + 1, and at the last one
+ * it counted (seen, + 1; 0: none yet), the exits KVM counted between the
+ * two; none when KVM's count grew by one or less (stepped back: 0 written
+ * to its debugfs file). */
+static inline __attribute__((always_inline)) __u64 kvm_exits_unseen_since(__u64 seen, __u64 now)
+{
+	return seen && now > seen + 1 ? now - seen - 1 : 0;
+}
 
 #define KVM_EXIT_WORD(slot, code)	((__u64)(slot) << 32 | (__u32)(code))
 #define KVM_EXIT_SLOT(w)		((__u32)((w) >> 32))

@@ -397,8 +397,6 @@ static int kvm_refresh(struct virt_family *fam)
 	err |= read_array(st, skel->maps.uexits, st->uexit, KVM_UEXIT_REASONS);
 	if (st->subs_on)
 		err |= kvm_subs_read(st);
-	if (books)
-		kvm_debugfs_pre(st);
 	kvm_vms_read(st, fam);
 	kvm_subs_set(st);
 	if (books)
@@ -470,7 +468,7 @@ static const struct virt_answer kvm_answers[VIRT_NMETRICS] = {
 	[VIRT_M_KVM_VM_HALT_HIST] = VIRT_ANSWER_BUCKET(KVM_VM_HALT_HIST),
 	VIRT_ANSWER_PERCENTILES(VIRT_M_KVM_VM_HALT, KVM_VM, struct vm_entry, k.row, halt),
 	SUB(PIO), SUB(MSR), SUB(CPUID), SUB(MMIO),
-	VM_WHEN(EXITS_UNSEEN, unseen, books_base),
+	SUM_WHEN(VM_EXITS_UNSEEN, KVM_VM, struct vm_entry, W_UNSEEN, unseen_known),
 	BOOK(VM_KVM_STAT, KVM_VM_STAT, counter),
 	BOOK(VM_KVM_STAT_INSTANT, KVM_VM_STAT, instant),
 	BOOK(VCPU_KVM_STAT, KVM_VCPU_STAT, counter),

@@ -29,6 +29,26 @@ static bool book_skip(const char *name, void *arg)
 	return false;
 }
 
+/* Room for one more bad file; false (logged once) when out of memory. */
+static bool book_bad_room(struct kvm_state *st)
+{
+	unsigned int cap = st->bad_cap ? 2 * st->bad_cap : 32;
+	struct books_bad *b;
+
+	if (st->nbad < st->bad_cap)
+		return true;
+	if ((b = realloc(st->bad, cap * sizeof(*b)))) {
+		st->bad = b;
+		st->bad_cap = cap;
+		return true;
+	}
+	if (!st->bad_nomem)
+		virt_log(LOG_WARNING, "kvm: out of memory: files of %s that are no statistic "
+			 "are read at every fetch", KVM_BOOKS_ROOT);
+	st->bad_nomem = true;
+	return false;
+}
+
 /* A file that is no number is logged and never opened again; one that
  * could not be read (its VM going away) is skipped in this refresh. */
 static void book_bad(const char *name, int err, void *arg)
@@ -36,7 +56,7 @@ static void book_bad(const char *name, int err, void *arg)
 	struct books_ctx *c = arg;
 	struct kvm_state *st = c->st;
 
-	if ((err != -EINVAL && err != -ENAMETOOLONG) || st->nbad >= BOOKS_BAD_MAX)
+	if ((err != -EINVAL && err != -ENAMETOOLONG) || !book_bad_room(st))
 		return;
 	snprintf(st->bad[st->nbad].name, sizeof(st->bad[0].name), "%s", name);
 	st->nbad++;
@@ -89,12 +109,6 @@ static void book_stat(const struct kvm_book *k, void *arg)
 	if (!b)
 		return;
 	kvm_book_add(b, k->value, k->instant);
-	if (strcmp(k->name, "exits") == 0) {
-		vm->kvm_exits = b->value;
-		vm->books_seen = true;
-		vm->books_dirs++;
-		snprintf(vm->books_dir, sizeof(vm->books_dir), "%s", c->dir);
-	}
 }
 
 static const struct kvm_books_ops books_ops = {
@@ -167,26 +181,6 @@ void kvm_book_rows_expose(struct virt_table *t)
 	}
 }
 
-/* Its baselines when both books first have the VM, then KVM's growth
- * minus ours (virt.kvm.vm.exits: row word W_COUNT): only from a refresh
- * whose two reads of KVM's exits, before and after ours, agree (else
- * exits in between would count as unseen); else the last value stays. */
-static void books_unseen(struct vm_entry *vm)
-{
-	uint64_t ours = vm->k.row.v[W_COUNT];
-
-	if (!vm->k.row.live || !vm->books_seen || vm->books_dirs != 1 || !vm->pre_ok ||
-	    vm->kvm_exits_pre != vm->kvm_exits)
-		return;
-	if (!vm->books_base) {
-		vm->kvm_exits0 = vm->kvm_exits;
-		vm->our_exits0 = ours;
-		vm->books_base = true;
-	}
-	vm->unseen = (uint64_t)((int64_t)(vm->kvm_exits - vm->kvm_exits0) -
-				(int64_t)(ours - vm->our_exits0));
-}
-
 void kvm_book_rows_unsee(struct virt_table *t)
 {
 	for (size_t i = 0; i < t->n; i++)
@@ -203,10 +197,6 @@ void kvm_debugfs_read(struct kvm_state *st)
 	DIR *d = books_root(st, &root);
 
 	kvm_book_rows_unsee(&st->books);
-	for (size_t i = 0; i < st->vms.n; i++) {
-		kvm_vm_at(st, i)->books_seen = false;
-		kvm_vm_at(st, i)->books_dirs = 0;
-	}
 	while (d && (de = readdir(d))) {
 		struct books_ctx c = { st, NULL, de->d_name };
 		uint32_t pid = kvm_books_dir_pid(de->d_name);
@@ -219,32 +209,15 @@ void kvm_debugfs_read(struct kvm_state *st)
 		close(root);
 	}
 	kvm_book_rows_expose(&st->books);
-	for (size_t i = 0; i < st->vms.n; i++)
-		books_unseen(kvm_vm_at(st, i));
 }
 
 /* KVM's books cost a directory walk and ~60 reads per VM: read only for a
  * fetch that names one of their metrics or an instance request for their
- * own domains (exits_unseen's, the VMs', has rows without the books). */
+ * own domain. */
 bool kvm_debugfs_asked(void)
 {
 	return virt_asked(VIRT_M_KVM_VM_KVM_STAT) || virt_asked(VIRT_M_KVM_VM_KVM_STAT_INSTANT) ||
-	       virt_asked(VIRT_M_KVM_VM_EXITS_UNSEEN) || virt_asked_indom(VIRT_I_KVM_VM_STAT);
-}
-
-/* KVM's exits of each live VM with one debugfs directory, read just
- * before ours (kvm_vms_read). */
-void kvm_debugfs_pre(struct kvm_state *st)
-{
-	char path[sizeof(KVM_BOOKS_ROOT) + 40];
-
-	for (size_t i = 0; i < st->vms.n; i++) {
-		struct vm_entry *vm = kvm_vm_at(st, i);
-
-		snprintf(path, sizeof(path), "%s/%s/exits", KVM_BOOKS_ROOT, vm->books_dir);
-		vm->pre_ok = vm->k.row.live && vm->books_dirs == 1 &&
-			     kvm_books_value(path, &vm->kvm_exits_pre) == 0;
-	}
+	       virt_asked_indom(VIRT_I_KVM_VM_STAT);
 }
 
 /* The VM's row goes: its rows of KVM's own values too. */

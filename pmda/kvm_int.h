@@ -36,6 +36,7 @@ enum { W_COUNT, W_TIME, W_UEXITS, W_UTIME };
 #define W_HALT_SLEPT VM_WORD(halt_slept)
 #define W_WAIT_HIST VM_WORD(wait_hist)
 #define W_HALT_HIST VM_WORD(halt_hist)
+#define W_UNSEEN VM_WORD(exits_unseen)
 
 extern const char *const kvm_wait_class_names[KVM_WAIT_CLASSES];
 
@@ -67,16 +68,7 @@ struct vm_entry {
 	 * (histogram instances only) */
 	struct virt_row by[KVM_WAIT_CLASSES];
 	struct virt_row halt;
-	/* KVM's own "exits" (debugfs) and ours, from when both first saw
-	 * the VM: exits_unseen = KVM's growth - ours, taken only where
-	 * KVM's exits read just before ours equal those read after */
-	bool books_base;		/* both seen: unseen has a value */
-	bool books_seen;		/* KVM's exits read in this refresh */
-	bool pre_ok;			/* kvm_exits_pre read */
-	unsigned int books_dirs;	/* its debugfs directories last seen */
-	char books_dir[24];		/* the last: "<pid>-<fd>" */
-	uint64_t kvm_exits, kvm_exits_pre, kvm_exits0, our_exits0;
-	uint64_t unseen;		/* int64_t, as PM_TYPE_64 reads it */
+	bool unseen_known;		/* its slots read KVM's exits (W_UNSEEN): not tracepoint */
 	/* KVM's per-vCPU statistics fds of the VMM's vCPUs (vcpu_stats) */
 	struct vcpu_stats_fd *vsfd;
 	unsigned int nvsfd;
@@ -101,7 +93,24 @@ struct vcpu_rec {
 	uint32_t tid;			/* the thread rd was read from */
 	bool dropped;			/* counted once in vm_drops (max_vms) */
 	uint64_t last[VM_WORDS];
-	uint64_t rd;			/* its thread's run_delay, ns */
+	uint64_t rd;			/* its thread's run_delay beyond rd_base, ns */
+	uint64_t rd_base;		/* what of it its VM counted before (struct rd_counted) */
+};
+
+/* A VMM process marked in the BPF side's vmm_tgids (adopt()) that has no
+ * live row (beyond max_vms), with its start time: its bit goes when it
+ * exits or its pid is another process's. */
+struct vmm_mark {
+	uint32_t tgid;
+	uint64_t start;
+};
+
+/* A thread whose run delay up to rd its VM counted already (in rd_gone:
+ * a slot the thread ran went), so that a vCPU it runs next (its VMM
+ * re-created its VM) counts from there, not from the thread's start. */
+struct rd_counted {
+	uint32_t tgid, tid;
+	uint64_t rd;
 };
 
 /* A vCPU's row (st->vcpu_rows), "<vm>/vcpu<N>", N KVM's vcpu_id: summed
@@ -147,7 +156,6 @@ struct book_entry {
 
 /* Files found to be no statistic, never opened again (x86's
  * mmu_rmaps_stat walks the VM's rmaps under its MMU lock to print). */
-#define BOOKS_BAD_MAX 32
 struct books_bad {
 	char name[KVM_BOOK_NAME_MAX];
 };
@@ -165,6 +173,10 @@ struct kvm_state {
 	struct kvm_stats *exits;
 	size_t nvcpus;			/* entries of vcpus and of threads */
 	struct vcpu_rec *recs;		/* one per vcpus entry */
+	struct rd_counted *rd_counted;	/* threads of live VMMs; kept across attaches */
+	size_t nrd_counted, rd_counted_cap;
+	struct vmm_mark *marks, *marks_next;	/* ascending tgid; the next pass's */
+	size_t nmarks, marks_cap, marks_next_cap;
 	/* Indexes of the slots in use at this sum and at the one before: one
 	 * pass over the (mostly free) vcpus array, then only these. */
 	uint32_t *occ, *occ_prev;
@@ -190,8 +202,9 @@ struct kvm_state {
 	uint32_t sub_max;
 	uint64_t subs_gen;		/* reads of "subs" */
 	struct virt_table books, vcpu_books, vcpu_hists;	/* of struct book_entry */
-	struct books_bad bad[BOOKS_BAD_MAX];
-	unsigned int nbad;
+	struct books_bad *bad;		/* as many as found */
+	unsigned int nbad, bad_cap;
+	bool bad_nomem;			/* logged: one could not be kept */
 	int books_errno;		/* of the last failed open of the root, logged */
 	bool vstats_on;			/* vcpu_stats */
 	int vstats_errno;		/* why per-vCPU statistics failed, logged */
@@ -222,7 +235,6 @@ void kvm_book_rows_unsee(struct virt_table *t);
 void kvm_book_rows_expose(struct virt_table *t);
 void kvm_book_rows_remove(struct kvm_state *st, const struct vm_entry *vm);
 bool kvm_debugfs_asked(void);
-void kvm_debugfs_pre(struct kvm_state *st);
 void kvm_debugfs_read(struct kvm_state *st);
 
 /* kvm_statfds.c: KVM's per-vCPU statistics fds (vcpu_stats) */

@@ -135,19 +135,68 @@ static int vcpus_gone_now(struct kvm_state *st)
 	return st->nvgone;
 }
 
+/* Thread tid of process tgid: its run delay up to rd is counted in its
+ * VM's rd_gone (no room: a vCPU it runs next counts it again). */
+static void rd_counted_note(struct kvm_state *st, uint32_t tgid, uint32_t tid, uint64_t rd)
+{
+	struct rd_counted *n;
+
+	for (size_t i = 0; i < st->nrd_counted; i++)
+		if (st->rd_counted[i].tgid == tgid && st->rd_counted[i].tid == tid) {
+			st->rd_counted[i].rd = rd;
+			return;
+		}
+	if (st->nrd_counted == st->rd_counted_cap) {
+		size_t cap = st->rd_counted_cap ? 2 * st->rd_counted_cap : 16;
+
+		if (!(n = realloc(st->rd_counted, cap * sizeof(*n))))
+			return;
+		st->rd_counted = n;
+		st->rd_counted_cap = cap;
+	}
+	st->rd_counted[st->nrd_counted++] = (struct rd_counted){ tgid, tid, rd };
+}
+
+/* What of thread tid's run delay its VM counted already (0: none), no
+ * longer kept: a rec follows the thread from there. */
+static uint64_t rd_counted_take(struct kvm_state *st, uint32_t tgid, uint32_t tid)
+{
+	for (size_t i = 0; i < st->nrd_counted; i++)
+		if (st->rd_counted[i].tgid == tgid && st->rd_counted[i].tid == tid) {
+			uint64_t rd = st->rd_counted[i].rd;
+
+			st->rd_counted[i] = st->rd_counted[--st->nrd_counted];
+			return rd;
+		}
+	return 0;
+}
+
+/* Threads of exited VMMs run no vCPU again. */
+static void rd_counted_purge(struct kvm_state *st)
+{
+	for (size_t i = 0; i < st->nrd_counted;)
+		if (vmm_alive(st, st->rd_counted[i].tgid))
+			i++;
+		else
+			st->rd_counted[i] = st->rd_counted[--st->nrd_counted];
+}
+
 /* The run delay read from a thread the rec no longer follows stays with
  * its VM and vCPU (the kernel folds exit counts of destroyed vCPUs, not
- * this). */
+ * this), and is noted as counted: the thread may run another vCPU. */
 static void rec_forget_thread(struct kvm_state *st, struct vcpu_rec *r)
 {
-	struct vm_entry *vm = r->rd ? kvm_vm_of(st, r->tgid) : NULL;
-	struct vcpu_entry *c = vm ? vcpu_row(st, vm, r->id) : NULL;
+	struct vm_entry *vm = r->tgid ? kvm_vm_of(st, r->tgid) : NULL;
+	struct vcpu_entry *c = vm && r->rd ? vcpu_row(st, vm, r->id) : NULL;
 
 	if (vm)
 		vm->d.rd_gone += r->rd;
 	if (c)
 		c->rd_gone += r->rd;
+	if (vm && r->tid && r->rd_base + r->rd)
+		rd_counted_note(st, r->tgid, r->tid, r->rd_base + r->rd);
 	r->rd = 0;
+	r->rd_base = 0;
 	r->tid = 0;
 }
 
@@ -220,6 +269,16 @@ static bool thread_run_delay(uint32_t tgid, uint32_t tid, uint64_t *ns)
 	return true;
 }
 
+/* The rec's thread's run delay beyond what its VM counted before; a
+ * thread gone keeps its last. */
+static void rec_read_delay(struct vcpu_rec *r)
+{
+	uint64_t ns;
+
+	if (thread_run_delay(r->tgid, r->tid, &ns))
+		r->rd = ns > r->rd_base ? ns - r->rd_base : 0;
+}
+
 static void rec_take(struct kvm_state *st, struct vcpu_rec *r,
 		     const volatile struct kvm_vcpu_slot *v)
 {
@@ -234,10 +293,12 @@ static void rec_take(struct kvm_state *st, struct vcpu_rec *r,
 	r->id = v->vcpu_id;
 	for (size_t i = 0; i < VM_WORDS; i++)
 		r->last[i] = w[i];
-	if (r->tid != tid)
+	if (r->tid != tid) {
 		rec_forget_thread(st, r);
+		r->rd_base = rd_counted_take(st, r->tgid, tid);
+	}
 	r->tid = tid;
-	thread_run_delay(r->tgid, tid, &r->rd);	/* a thread gone keeps its last */
+	rec_read_delay(r);
 }
 
 /* Clear id's bit of a BPF-side id set (kvm.h). */
@@ -266,6 +327,73 @@ static void vcpu_free(struct kvm_state *st, size_t i)
 	}
 	memset((char *)v + sizeof(v->ident), 0, sizeof(*v) - sizeof(v->ident));
 	__atomic_store_n(&v->ident, 0, __ATOMIC_RELEASE);
+}
+
+static void n_cap_swap(size_t *a, size_t *b)
+{
+	size_t t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+/* Append a mark to the next pass's list; false when out of memory. */
+static bool mark_next(struct kvm_state *st, size_t n, uint32_t tgid, uint64_t start)
+{
+	struct vmm_mark *m;
+
+	if (n == st->marks_next_cap) {
+		size_t cap = n ? 2 * n : 16;
+
+		if (!(m = realloc(st->marks_next, cap * sizeof(*m))))
+			return false;
+		st->marks_next = m;
+		st->marks_next_cap = cap;
+	}
+	st->marks_next[n] = (struct vmm_mark){ tgid, start };
+	return true;
+}
+
+/* The start time tgid was marked with (0: not marked before); *at walks
+ * the ascending marks along with the ascending bits. */
+static uint64_t mark_start(const struct kvm_state *st, size_t *at, uint32_t tgid)
+{
+	while (*at < st->nmarks && st->marks[*at].tgid < tgid)
+		(*at)++;
+	return *at < st->nmarks && st->marks[*at].tgid == tgid ? st->marks[*at].start : 0;
+}
+
+/* Every VMM process set in vmm_tgids without a live row (beyond max_vms,
+ * or its row not made yet) is kept with its start time, and its bit
+ * cleared once it exited or its pid is another process's; a row's bit is
+ * cleared when its process is found gone (sum_vms). One pass over the
+ * bitmap (KVM_TID_MAX bits, 512 KiB) per refresh, in place (mmap'ed). */
+static void unmark_exited_vmms(struct kvm_state *st)
+{
+	__u64 *bits = st->skel->bss->vmm_tgids;
+	size_t at = 0, n = 0;
+	struct vmm_mark *m;
+
+	for (uint32_t w = 0; w < KVM_TID_MAX / 64; w++) {
+		for (uint64_t word = __atomic_load_n(&bits[w], __ATOMIC_RELAXED); word; word &= word - 1) {
+			uint32_t tgid = w * 64 + (uint32_t)__builtin_ctzll(word);
+			struct vm_entry *vm = kvm_vm_of(st, tgid);
+			uint64_t was = mark_start(st, &at, tgid), now;
+
+			if (vm && vm->k.row.live)
+				continue;
+			now = vmid_starttime(tgid);
+			if (!now || (was && now != was))
+				id_unmark(bits, tgid);
+			else if (mark_next(st, n, tgid, now))
+				n++;
+		}
+	}
+	m = st->marks;
+	st->marks = st->marks_next;
+	st->marks_next = m;
+	n_cap_swap(&st->marks_cap, &st->marks_next_cap);
+	st->nmarks = n;
 }
 
 /* A VM's sums begin with what its gone slots and threads left. */
@@ -334,7 +462,6 @@ static struct vm_entry *vm_row(struct kvm_state *st, uint32_t tgid, bool *droppe
 	} else {
 		return NULL;
 	}
-	vm->books_base = false;		/* a new struct kvm: KVM's books begin again */
 	vm->start = id->start;
 	vm->named = id->named;
 	vm->k.row.live = true;
@@ -515,12 +642,14 @@ static void sum_vms(struct kvm_state *st, struct virt_family *fam)
 		if (!vm->k.row.live && !vm->retired)	/* its threads are other VMs' no more */
 			id_unmark(st->skel->bss->vmm_tgids, (uint32_t)vm->k.key);
 	}
+	unmark_exited_vmms(st);
 	scan_slots(st);
 	free_exited_slots(st);
 	forget_free_slots(st);
 	n = read_gone(st, max_vms);
 	fold_exited_gone(st, n);
 	nv = fold_exited_vcpus_gone(st, vcpus_gone_now(st));
+	rd_counted_purge(st);
 	retire_exited(st);
 	for (size_t i = 0; i < st->vms.n; i++) {
 		struct vm_entry *vm = kvm_vm_at(st, i);
@@ -611,6 +740,7 @@ void kvm_vms_read(struct kvm_state *st, struct virt_family *fam)
 			continue;
 		virt_row_set(&vm->k.row, vm->sums.sum, VM_WORDS, &vm->sums.sum[W_WAIT_HIST]);
 		virt_row_expose(&vm->k.row, true);
+		vm->unseen_known = st->poll_on;
 		vm_rows_set(st, vm);
 	}
 	for (size_t i = 0; i < st->vcpu_rows.n; i++) {

@@ -11,6 +11,7 @@
 #include <asm/svm.h>
 #include <asm/vmx.h>
 #include "kvm.h"	/* after <linux/kvm.h>: its __u32 */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -145,8 +146,22 @@ static void check_slots_distinct(void)
 	}
 }
 
+/* exits_unseen's step (bpf/kvm.h): KVM's count + 1 at the last exit the
+ * agent counted, and at this one */
+static void check_exits_unseen_since(void)
+{
+	CHECK(kvm_exits_unseen_since(0, 1) == 0);		/* the first exit counted */
+	CHECK(kvm_exits_unseen_since(0, 5000) == 0);		/* first, KVM counted before */
+	CHECK(kvm_exits_unseen_since(8, 9) == 0);		/* the next exit, none missed */
+	CHECK(kvm_exits_unseen_since(8, 12) == 3);		/* three between */
+	CHECK(kvm_exits_unseen_since(8, 8) == 0);		/* KVM's count did not grow */
+	CHECK(kvm_exits_unseen_since(5000, 3) == 0);		/* it was reset (stepped back) */
+	CHECK(kvm_exits_unseen_since(1, UINT64_MAX) == UINT64_MAX - 2);
+}
+
 int main(void)
 {
+	check_exits_unseen_since();
 	check_vmx_table();
 	check_guest_exits();
 	check_svm_table();
