@@ -37,7 +37,8 @@ const volatile bool sched = true;
  * their vCPU's svm->vmcb, kept current by virt_kvm_tp_btf_switch_vmcb */
 const volatile bool vmcb_cache = false;
 
-/* true: what exits are about (kvm_pio, kvm_msr, kvm_cpuid, kvm_mmio), per
+/* true: what exits are about (kvm_pio, kvm_msr, kvm_cpuid, kvm_mmio,
+ * kvm_fast_mmio), per
  * VMM process and key; false: their programs are not loaded, and the
  * entry program is the one without the sub-reason's time */
 const volatile bool subreasons = false;
@@ -109,6 +110,14 @@ struct trace_event_raw_kvm_mmio___virt {
  * (write_mmio()). READ and WRITE count each access once. */
 #define VIRT_MMIO_READ	1
 #define VIRT_MMIO_WRITE	2
+
+/* arch/x86/kvm/trace.h TRACE_EVENT(kvm_fast_mmio). VMX only: a write to a
+ * zero-length ioeventfd (a virtio doorbell) exits with EPT_MISCONFIG and
+ * handle_ept_misconfig() (arch/x86/kvm/vmx/vmx.c) completes it on the
+ * KVM_FAST_MMIO_BUS without emulating it: no kvm_mmio. Counted as a write. */
+struct trace_event_raw_kvm_fast_mmio___virt {
+	__u64 gpa;
+} __attribute__((preserve_access_index));
 
 /* log2 of the entries of "vcpus" and "threads" (set by the agent) */
 const volatile __u32 slot_bits = 13;
@@ -1134,6 +1143,12 @@ int BPF_PROG(virt_kvm_tp_btf_mmio, int type, int len, __u64 gpa)
 	return mmio_sub(type, gpa);
 }
 
+SEC("tp_btf/kvm_fast_mmio")
+int BPF_PROG(virt_kvm_tp_btf_fast_mmio, __u64 gpa)
+{
+	return on_sub(KVM_SUB_MMIO, KVM_SUB_WR, gpa);
+}
+
 SEC("tp_btf/kvm_hypercall")
 int BPF_PROG(virt_kvm_tp_btf_hypercall, unsigned long nr)
 {
@@ -1247,6 +1262,12 @@ int BPF_PROG(virt_kvm_raw_tp_mmio, int type, int len, __u64 gpa)
 	return mmio_sub(type, gpa);
 }
 
+SEC("raw_tp/kvm_fast_mmio")
+int BPF_PROG(virt_kvm_raw_tp_fast_mmio, __u64 gpa)
+{
+	return on_sub(KVM_SUB_MMIO, KVM_SUB_WR, gpa);
+}
+
 SEC("raw_tp/kvm_hypercall")
 int BPF_PROG(virt_kvm_raw_tp_hypercall, unsigned long nr)
 {
@@ -1309,6 +1330,12 @@ SEC("tracepoint/kvm/kvm_mmio")
 int virt_kvm_tracepoint_mmio(struct trace_event_raw_kvm_mmio___virt *ctx)
 {
 	return mmio_sub(ctx->type, ctx->gpa);
+}
+
+SEC("tracepoint/kvm/kvm_fast_mmio")
+int virt_kvm_tracepoint_fast_mmio(struct trace_event_raw_kvm_fast_mmio___virt *ctx)
+{
+	return on_sub(KVM_SUB_MMIO, KVM_SUB_WR, ctx->gpa);
 }
 
 SEC("tracepoint/kvm/kvm_hypercall")

@@ -47,6 +47,9 @@ void kvm_subs_configure(struct virt_family *fam, struct kvm_bpf *skel, struct bp
 	skel->rodata->sub_top = (__u32)fam->opts[OPT_SUB_TOP].u;
 	for (size_t i = 0; i < VIRT_ARRAY_SIZE(sub_progs); i++)
 		kvm_autoload(obj, method, sub_progs[i], on);
+	/* Intel fast MMIO (kvm_fast_mmio, arch/x86/kvm/trace.h): a hook of
+	 * its own, left out where the kernel lacks the tracepoint */
+	kvm_autoload(obj, method, "fast_mmio", on && virt_tracepoint_exists("kvm", "kvm_fast_mmio"));
 	kvm_autoload(obj, method, "entry", latency && !on);
 	kvm_autoload(obj, method, "entry_subs", latency && on);
 	st->subs_on = on;

@@ -6,7 +6,7 @@
  * (glibc >= 2.34: pthreads are in libc, no -pthread needed.)
  *
  * Usage:  kvmguest [-o N] [-i N] [-c N] [-l LEAF] [-R N] [-W N] [-m MSR] [-x VALUE]
- *                  [-M N] [-G N] [-h N] [-n NR | -N] [-d USEC] [-v N] [-r R]
+ *                  [-M N] [-G N] [-F N] [-h N] [-n NR | -N] [-d USEC] [-v N] [-r R]
  *                  [-p PORT] [-V amd|intel] [-q] [-P SECS] [-w SECS] [-S] [-- ARGS]
  *   -o N      N `out PORT, al` instructions per vCPU (default 0)
  *   -i N      N `in al, PORT` instructions per vCPU, after the outs
@@ -23,6 +23,12 @@
  *   -G N      N one-byte MMIO reads from GPA 0x20000 per vCPU (default 0):
  *             no memslot there, so each is a KVM_EXIT_MMIO to this VMM,
  *             which checks it and answers reads with 0
+ *   -F N      N one-byte writes to GPA 0x30000 per vCPU (default 0), where
+ *             this VMM registers a zero-length ioeventfd (KVM_IOEVENTFD,
+ *             len 0: how QEMU wires virtio doorbells): no memslot there,
+ *             and KVM completes each write in the kernel by signalling the
+ *             eventfd, never a KVM_EXIT_MMIO; the eventfd's count must be
+ *             N * v at the VM's end
  *   -h N      N hypercalls per vCPU (default 0)
  *   -n NR     hypercall number, in eax (default 42)
  *   -N        hypercall numbers N_hc, N_hc - 1, ..., 1 (each once per vCPU
@@ -68,8 +74,10 @@
  *        `mov ecx, MSR ; mov eax, lo ; mov edx, hi ; wrmsr`
  *     6: with -M or -G: mov ax, 0x2000 ; mov ds, ax (DS base 0x20000),
  *        then loops of N_mmio_wr `mov [0], al` and N_mmio_rd `mov al, [0]`
- *     7: hlt
- *        jmp  7b
+ *     7: with -F: mov ax, 0x3000 ; mov ds, ax, then a loop of N_fast
+ *        `mov [0], al`
+ *     8: hlt
+ *        jmp  8b
  *
  * The loop counter is edi: cpuid clobbers eax/ebx/ecx/edx, a hypercall
  * returns in eax and takes its arguments from rbx/rcx/rdx/rsi.
@@ -87,6 +95,14 @@
  *   npf       N_mmio_wr + N_mmio_rd (SVM 0x400 / VMX EPT_MISCONFIG 49, after
  *                         the first access's EPT_VIOLATION), each a
  *                         KVM_EXIT_MMIO to the VMM
+ *   fast      N_fast writes to the ioeventfd, in the kernel, no exit to
+ *                         the VMM. VMX: the first is an EPT_VIOLATION (48)
+ *                         emulated (kvm_mmio write), the others
+ *                         EPT_MISCONFIG (49) that handle_ept_misconfig()
+ *                         (arch/x86/kvm/vmx/vmx.c) completes on the
+ *                         KVM_FAST_MMIO_BUS without emulation (kvm_fast_mmio,
+ *                         no kvm_mmio); SVM: each an npf (0x400), emulated
+ *                         (kvm_mmio write)
  *   hlt       1           (SVM 0x78 / VMX 12), KVM_EXIT_HLT to the VMM
  *   KVM_RUN returns = N_out + N_mmio_wr + N_mmio_rd + 1 (io and mmio ones +
  *                         the final hlt)
@@ -113,6 +129,7 @@
  *   vcpus V / repeats R
  *   io_exits N                  KVM_EXIT_IO seen   (= (o + i) * v * r)
  *   mmio_exits N                KVM_EXIT_MMIO seen (= (M + G) * v * r)
+ *   ioeventfd N                 the -F eventfd's counts (= F * v * r)
  *   hlt_exits N                 KVM_EXIT_HLT seen  (= v * r)
  *   other_exits N               any other KVM_RUN return (must be 0)
  *   userspace_exits N           KVM_RUN returns    (= (o + 1) * v * r)
@@ -143,6 +160,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -152,9 +170,10 @@
 #define CODE_GPA	0x1000UL
 #define TSS_ADDR	0xfffbd000UL	/* Intel without unrestricted guest */
 #define MMIO_GPA	0x20000UL	/* no memslot: MMIO to the VMM */
+#define FAST_GPA	0x30000UL	/* no memslot: the -F ioeventfd */
 
 static unsigned long n_out, n_in, n_cpuid, n_hc, hc_nr = 42, delay_us;
-static unsigned long leaf, n_rdmsr, n_wrmsr, msr = 0x10, n_mmio_wr, n_mmio_rd;
+static unsigned long leaf, n_rdmsr, n_wrmsr, msr = 0x10, n_mmio_wr, n_mmio_rd, n_fast;
 static unsigned long long msr_value;
 static int hc_spread;			/* -N: hypercall number = loop counter */
 static unsigned long n_vcpus = 1, repeats = 1, port = 0x10;
@@ -331,6 +350,11 @@ static void assemble(uint8_t *mem)
 	}
 	loop(&c, (uint32_t)n_mmio_wr, mmio_wr_body);
 	loop(&c, (uint32_t)n_mmio_rd, mmio_rd_body);
+	if (n_fast) {
+		b(&c, 3, 0xb8, (FAST_GPA >> 4) & 0xff, FAST_GPA >> 12);	/* mov ax, 0x3000 */
+		b(&c, 2, 0x8e, 0xd8);		/* mov ds, ax */
+	}
+	loop(&c, (uint32_t)n_fast, mmio_wr_body);
 	hlt_off = c.n;
 	b(&c, 1, 0xf4);				/* hlt */
 	b(&c, 2, 0xeb, 0xfd);			/* jmp hlt */
@@ -477,19 +501,52 @@ static void *vcpu_run(void *arg)
 /* ---- one VM lifetime ---- */
 
 struct totals {
-	uint64_t io, mmio, hlt, other, runs, delay_ns, run_ns;
+	uint64_t io, mmio, hlt, other, runs, delay_ns, run_ns, fast;
 	int64_t hc_ret;
 	int bad;
 };
+
+/* -F: a zero-length ioeventfd at FAST_GPA (datamatch off: any write) */
+static int fast_setup(int vm)
+{
+	struct kvm_ioeventfd io;
+	int fd;
+
+	if (!n_fast)
+		return -1;
+	fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (fd < 0)
+		die("eventfd");
+	memset(&io, 0, sizeof(io));
+	io.addr = FAST_GPA;
+	io.len = 0;
+	io.fd = fd;
+	if (ioctl(vm, KVM_IOEVENTFD, &io) < 0)
+		die("KVM_IOEVENTFD");
+	return fd;
+}
+
+/* What the guest's -F writes signalled: one count each */
+static uint64_t fast_count(int fd)
+{
+	uint64_t n = 0;
+
+	if (fd < 0)
+		return 0;
+	if (read(fd, &n, sizeof(n)) != (ssize_t)sizeof(n) && errno != EAGAIN)
+		die("read eventfd");
+	close(fd);
+	return n;
+}
 
 static void one_vm(struct totals *t)
 {
 	struct kvm_userspace_memory_region region;
 	struct vcpu *vc;
-	uint64_t t0, tend = 0;
+	uint64_t t0, tend = 0, n;
 	uint8_t *mem;
 	unsigned long i;
-	int vm;
+	int vm, efd;
 
 	vm = ioctl(kvm_fd, KVM_CREATE_VM, 0UL);
 	if (vm < 0)
@@ -509,6 +566,7 @@ static void one_vm(struct totals *t)
 	region.userspace_addr = (uintptr_t)mem;
 	if (ioctl(vm, KVM_SET_USER_MEMORY_REGION, &region) < 0)
 		die("KVM_SET_USER_MEMORY_REGION");
+	efd = fast_setup(vm);
 
 	vc = calloc(n_vcpus, sizeof(*vc));
 	if (!vc)
@@ -548,6 +606,13 @@ static void one_vm(struct totals *t)
 	}
 	if (tend > t0)
 		t->run_ns += tend - t0;
+	n = fast_count(efd);
+	t->fast += n;
+	if (n != n_fast * n_vcpus) {
+		fprintf(stderr, "kvmguest: ioeventfd counted %" PRIu64 ", not %lu\n", n,
+			n_fast * n_vcpus);
+		t->bad = 1;
+	}
 	free(vc);
 	close(vm);
 	munmap(mem, GUEST_MEM);
@@ -572,7 +637,7 @@ static unsigned long num(const char *s, char opt, unsigned long max)
 static void usage(void)
 {
 	fprintf(stderr, "usage: kvmguest [-o N] [-i N] [-c N] [-l LEAF] [-R N] [-W N] [-m MSR] [-x VALUE] "
-		"[-M N] [-G N] [-h N] [-n NR | -N] [-d USEC] [-v N] [-r R] [-p PORT] [-V amd|intel] "
+		"[-M N] [-G N] [-F N] [-h N] [-n NR | -N] [-d USEC] [-v N] [-r R] [-p PORT] [-V amd|intel] "
 		"[-q] [-P SECS] [-w SECS] [-S] [-- ARGS]\n");
 	exit(1);
 }
@@ -586,7 +651,7 @@ int main(int argc, char **argv)
 	uint64_t t0, t1;
 	int opt, mmap_size;
 
-	while ((opt = getopt(argc, argv, "o:i:c:l:R:W:m:x:M:G:h:n:Nd:v:r:p:V:qP:w:S")) != -1) {
+	while ((opt = getopt(argc, argv, "o:i:c:l:R:W:m:x:M:G:F:h:n:Nd:v:r:p:V:qP:w:S")) != -1) {
 		switch (opt) {
 		case 'o': n_out = num(optarg, 'o', 0x7fffffff); break;
 		case 'i': n_in = num(optarg, 'i', 0x7fffffff); break;
@@ -598,6 +663,7 @@ int main(int argc, char **argv)
 		case 'x': msr_value = strtoull(optarg, NULL, 0); break;
 		case 'M': n_mmio_wr = num(optarg, 'M', 0x7fffffff); break;
 		case 'G': n_mmio_rd = num(optarg, 'G', 0x7fffffff); break;
+		case 'F': n_fast = num(optarg, 'F', 0x7fffffff); break;
 		case 'h': n_hc = num(optarg, 'h', 0x7fffffff); break;
 		case 'n': hc_nr = num(optarg, 'n', 0xffffffff); break;
 		case 'N': hc_spread = 1; break;
@@ -664,6 +730,7 @@ int main(int argc, char **argv)
 		printf("port %#lx\n", port);
 		printf("io_exits %" PRIu64 "\n", t.io);
 		printf("mmio_exits %" PRIu64 "\n", t.mmio);
+		printf("ioeventfd %" PRIu64 "\n", t.fast);
 		printf("hlt_exits %" PRIu64 "\n", t.hlt);
 		printf("other_exits %" PRIu64 "\n", t.other);
 		printf("userspace_exits %" PRIu64 "\n", t.runs);
