@@ -38,9 +38,8 @@ const volatile bool sched = true;
 const volatile bool vmcb_cache = false;
 
 /* true: what exits are about (kvm_pio, kvm_msr, kvm_cpuid, kvm_mmio,
- * kvm_fast_mmio), per
- * VMM process and key; false: their programs are not loaded, and the
- * entry program is the one without the sub-reason's time */
+ * kvm_fast_mmio), per VMM process and key; false: their programs are not
+ * loaded, and the entry program is the one without the sub-reason's time */
 const volatile bool subreasons = false;
 
 /* keys of each kind per VMM process with entries of their own (kvm.h) */
