@@ -7,7 +7,8 @@
  *
  * Usage:  kvmguest [-o N] [-i N] [-c N] [-l LEAF] [-R N] [-W N] [-m MSR] [-x VALUE]
  *                  [-M N] [-G N] [-F N] [-h N] [-n NR | -N] [-d USEC] [-v N] [-r R]
- *                  [-p PORT] [-V amd|intel] [-q] [-P SECS] [-w SECS] [-S] [-- ARGS]
+ *                  [-p PORT] [-V amd|intel] [-q] [-P SECS] [-w SECS] [-S] [-H ARGS]
+ *                  [-- ARGS]
  *   -o N      N `out PORT, al` instructions per vCPU (default 0)
  *   -i N      N `in al, PORT` instructions per vCPU, after the outs
  *             (default 0); this VMM answers each with 0
@@ -52,6 +53,11 @@
  *   -S        keep each vCPU's KVM statistics fd (KVM_GET_STATS_FD) open
  *             while the vCPU lives, as newer QEMUs do
  *             (kvm_init_vcpu()), for pmdavirt's per-vCPU statistics
+ *   -H ARGS   before the VM, start vhostdrv (qa/src/vhostdrv.c) with the
+ *             space-separated ARGS on a thread of this process, printing
+ *             "vhostdrv <tid>" first: its vhost device's worker is then this
+ *             VMM's (a kernel thread "vhost-<pid>" before Linux 6.4, a thread
+ *             of this process since), as QEMU's with vhost=on
  *   -- ARGS   ignored: run as `bash -c 'exec -a qemu-system-x86_64 kvmguest
  *             "$@"' ... -- -name guest=web01 -uuid U` the process carries a
  *             QEMU's VM identity (argv[0] and -name/-uuid, pmda/core/vmid.c)
@@ -166,6 +172,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vhostdrv.h"
+
 #define GUEST_MEM	0x10000UL
 #define CODE_GPA	0x1000UL
 #define TSS_ADDR	0xfffbd000UL	/* Intel without unrestricted guest */
@@ -180,6 +188,7 @@ static unsigned long n_vcpus = 1, repeats = 1, port = 0x10;
 static int quiet, intel;
 static unsigned long linger, pause_s;
 static int keep_stats;			/* -S */
+static char *vhost_args;		/* -H */
 
 static int kvm_fd = -1;
 static size_t run_size;
@@ -415,6 +424,34 @@ static void pause_here(int n)
 	sleep((unsigned int)pause_s);
 }
 
+/* -H: vhostdrv's main on this thread, its arguments split at spaces */
+static void *vhostdrv_run(void *arg)
+{
+	char *argv[64], *save = NULL, *w;
+	int argc = 0;
+
+	argv[argc++] = "vhostdrv";
+	for (w = strtok_r(arg, " ", &save); w && argc < 63; w = strtok_r(NULL, " ", &save))
+		argv[argc++] = w;
+	argv[argc] = NULL;
+	printf("vhostdrv %ld\n", (long)gettid());
+	fflush(stdout);
+	optind = 0;	/* main's getopt is done: a fresh scan of these */
+	printf("vhostdrv status %d\n", vhostdrv_main(argc, argv));
+	fflush(stdout);
+	return NULL;
+}
+
+static void start_vhostdrv(void)
+{
+	pthread_t th;
+
+	errno = pthread_create(&th, NULL, vhostdrv_run, vhost_args);
+	if (errno)
+		die("pthread_create vhostdrv");
+	pthread_detach(th);
+}
+
 static void *vcpu_run(void *arg)
 {
 	struct vcpu *v = arg;
@@ -638,7 +675,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: kvmguest [-o N] [-i N] [-c N] [-l LEAF] [-R N] [-W N] [-m MSR] [-x VALUE] "
 		"[-M N] [-G N] [-F N] [-h N] [-n NR | -N] [-d USEC] [-v N] [-r R] [-p PORT] [-V amd|intel] "
-		"[-q] [-P SECS] [-w SECS] [-S] [-- ARGS]\n");
+		"[-q] [-P SECS] [-w SECS] [-S] [-H ARGS] [-- ARGS]\n");
 	exit(1);
 }
 
@@ -651,7 +688,7 @@ int main(int argc, char **argv)
 	uint64_t t0, t1;
 	int opt, mmap_size;
 
-	while ((opt = getopt(argc, argv, "o:i:c:l:R:W:m:x:M:G:F:h:n:Nd:v:r:p:V:qP:w:S")) != -1) {
+	while ((opt = getopt(argc, argv, "o:i:c:l:R:W:m:x:M:G:F:h:n:Nd:v:r:p:V:qP:w:SH:")) != -1) {
 		switch (opt) {
 		case 'o': n_out = num(optarg, 'o', 0x7fffffff); break;
 		case 'i': n_in = num(optarg, 'i', 0x7fffffff); break;
@@ -674,6 +711,7 @@ int main(int argc, char **argv)
 		case 'V': force = optarg; break;
 		case 'q': quiet = 1; break;
 		case 'S': keep_stats = 1; break;
+		case 'H': vhost_args = optarg; break;
 		case 'P':
 			pause_s = num(optarg, 'P', 3600);
 			signal(SIGUSR1, on_usr1);	/* ends a pause: sleep() returns */
@@ -715,6 +753,8 @@ int main(int argc, char **argv)
 		die("KVM_GET_VCPU_MMAP_SIZE");
 	run_size = (size_t)mmap_size;
 
+	if (vhost_args)
+		start_vhostdrv();
 	memset(&t, 0, sizeof(t));
 	t0 = now_ns();
 	for (i = 0; i < repeats && !t.bad; i++)

@@ -165,6 +165,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vhostdrv.h"
+
 #define RXQ		0
 #define TXQ		1
 #define RX_BUF_LEN	2048	/* hdr + up to 2036 bytes of frame */
@@ -376,7 +378,7 @@ static void usage(void)
 	exit(1);
 }
 
-int main(int argc, char **argv)
+int vhostdrv_main(int argc, char **argv)
 {
 	int opt, tap, vh, status = 0;
 	struct ifreq ifr;
@@ -689,3 +691,10 @@ int main(int argc, char **argv)
 	free(heads);
 	return status;
 }
+
+#ifndef VHOSTDRV_NO_MAIN
+int main(int argc, char **argv)
+{
+	return vhostdrv_main(argc, argv);
+}
+#endif
