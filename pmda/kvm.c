@@ -461,6 +461,7 @@ static const struct virt_answer kvm_answers[VIRT_NMETRICS] = {
 	VIRT_ANSWER_PERCENTILES(VIRT_M_KVM_VM_RUN_DELAY, KVM_VM, struct vm_entry, k.row, k.row),
 	WORD(VM_RUN_DELAY_BY, KVM_VM_WAIT_BY, 0),
 	VM(VM_HALTS, KVM_VM, struct vm_entry, d.halts),
+	VM(VM_VCPUS, KVM_VM, struct vm_entry, d.vcpus),
 	SUM(VM_HALT_POLLED, KVM_VM, struct vm_entry, W_HALT_POLLED),
 	VM(VM_HALT_SLEPT, KVM_VM, struct vm_entry, d.halt_slept),
 	SUM(VM_HALT_TIME, KVM_VM, struct vm_entry, W_HALT_NS),

@@ -46,6 +46,7 @@ struct vm_derived {
 	uint64_t rd_gone;		/* run delay of vCPU threads it no longer has */
 	uint64_t run_delay;
 	uint64_t waits, halts, halt_slept;
+	uint64_t vcpus;			/* its vCPUs the agent tracks (vcpus_seen) */
 };
 
 /* A VM's row (st->vms), named by its VMM process's VM identity (vmid.h):

@@ -754,5 +754,10 @@ void kvm_vms_read(struct kvm_state *st, struct virt_family *fam)
 			virt_row_retire(&c->k.row);
 		}
 	}
+	for (size_t i = 0; i < st->vms.n; i++) {
+		struct vm_entry *vm = kvm_vm_at(st, i);
+
+		vm->d.vcpus = vm->vcpus_seen;
+	}
 }
 

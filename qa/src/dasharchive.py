@@ -16,7 +16,9 @@ statistics (kvm.vm.kvm_stat*) have instances as the agent names them
 to the rule above at the last record (qa/407 reads that one), for qa/406's
 pmie rules: port "web/0x3f8/out" counts 1 in the first second and 10 in
 the next (a jump), and VM web.01's exits_unseen stays 26 (web's grows by
-10 a record).
+10 a record). A VM's vCPUs (kvm.vm.vcpus) are a VM's size, not the rule:
+web has 2, web.01 1 (the per-vCPU share of their equal run delay: 5% and
+10%).
     dasharchive.py TOP ARCHIVE"""
 import glob
 import re
@@ -59,7 +61,8 @@ HIST_PREFIX = {"KVM_VCPU_STAT_HIST": ["web/vcpu0/halt_wait_hist", "web/vcpu0/hal
                                       "web.01/vcpu0/halt_wait_hist"]}
 # (metric, instance): its values at records 0, 1, 2
 SERIES = {("virt.kvm.pio.count", "web/0x3f8/out"): (13, 14, 24),
-          ("virt.kvm.vm.exits_unseen", "web.01"): (26, 26, 26)}
+          ("virt.kvm.vm.exits_unseen", "web.01"): (26, 26, 26),
+          ("virt.kvm.vm.vcpus", "web"): (2, 2, 2), ("virt.kvm.vm.vcpus", "web.01"): (1, 1, 1)}
 VM_CLASS = ["web/same_vm", "web/host", "web.01/other_vm"]
 plan = []
 for fam, mid, name, item, typ, indom, sem, units in metrics:
