@@ -14,7 +14,9 @@
  *
  * Histogram instances are "<prefix>::<lo>-<hi>"; like grafana-pcp, the
  * bucket is read from what follows the first '-' (its upper bound), and
- * each prefix gets a heatmap of its own (one at a time, chosen in a list).
+ * each prefix gets a heatmap of its own (one at a time, chosen in a list;
+ * a VM web-01 is listed as web_01, its buckets' prefix). A fetch's time
+ * and the rates: virt-time.js.
  */
 'use strict';
 
