@@ -31,7 +31,9 @@ static inline uint64_t virt_bucket_hi(unsigned int b)
 /* A character of a prefix as it is in bucket names. */
 static inline char virt_bucket_char(char c)
 {
-	return c == '-' ? '_' : c;
+	if (c == '-')
+		return '_';
+	return c;
 }
 
 /* "<prefix>::<lo>-<hi>" into buf, each '-' of prefix as '_'; returns
