@@ -37,16 +37,19 @@ DASHBOARD_DIR = "/var/lib/pcp/pmdas/virt/grafana"
 
 # A heatmap shows one prefix of its histogram's instances ("<prefix>::lo-hi":
 # grafana-pcp reads the part after the first '-' as the bucket bound, so
-# two prefixes in one panel would share buckets). Each selector is a
-# dashboard variable of prefixes; a heatmap repeats over it.
+# two prefixes in one panel would share buckets, and a prefix has '_' for
+# each '-' of its instance's name: VM web-01's buckets are "web_01::lo-hi").
+# Each selector is a dashboard variable of prefixes, starting at the first
+# (not "All": a heatmap per prefix at once); a heatmap repeats over it.
 #   name: (label, metric whose values are the prefixes)
 SELECTORS = {
     "reason": ("exit reason", "virt.kvm.exit.reason"),
     "hypercall": ("hypercall", "virt.kvm.hypercall.number"),
     "vmmreason": ("VMM exit reason", "virt.kvm.userspace.reason"),
     "vqueue": ("virtqueue", "virt.virtio.queue.name"),
-    "hqueue": ("vhost queue", "virt.vhost.queue.name"),
-    "qemu": ("QEMU process", "virt.qemu.process.name"),
+    "hqueue": ("vhost queue", "virt.vhost.queue.bucket_prefix"),
+    "qemu": ("QEMU process", "virt.qemu.process.bucket_prefix"),
+    "vmbuckets": ("VM (heatmaps: '-' as '_')", "virt.kvm.vm.bucket_prefix"),
 }
 
 # The VM picker (Vector): a variable of VM names; the panels of per-VM,
@@ -54,10 +57,11 @@ SELECTORS = {
 # with the VM's name: "<vm>" (the pattern's tail "$"), "<vm>/vcpu<N>",
 # "<vm>/<class>", "<vm>/<device>/<queue>" and the sub-reasons' "<vm>/<key>"
 # (tail "/"); of KVM's statistics "<vm>/<stat>" only "<vm>/exits", KVM's
-# count beside the agent's (tail "/exits$"). "All" matches
-# every instance (also a vhost queue whose owner has made no KVM exit yet).
-# The first group a metric starts with is its filter. The VM picker is also
-# the selector of the per-VM heatmaps ("<vm>::lo-hi").
+# count beside the agent's (tail "/exits$"). It starts at the first VM;
+# "All" matches every instance (also a vhost queue whose owner has made no
+# KVM exit yet). The first group a metric starts with is its filter. The
+# per-VM heatmaps ("<vm with '_' for '-'>::lo-hi") repeat over the selector
+# vmbuckets instead: Grafana cannot turn the picked web-01 into web_01.
 VM = ("vm", "VM", "virt.kvm.vm.name")
 VM_FILTER = {"virt.kvm.vm.run_delay_by": "/", "virt.kvm.vm.kvm_stat": "/exits$", "virt.kvm.vm.": "$",
              "virt.kvm.vcpu.": "/", "virt.kvm.pio.": "/", "virt.kvm.msr.": "/", "virt.kvm.cpuid.": "/",
@@ -70,7 +74,9 @@ VM_FILTER = {"virt.kvm.vm.run_delay_by": "/", "virt.kvm.vm.kvm_stat": "/exits$",
 # qa/404), so on Valkey the filter keeps a host's panel when the VM is
 # there, not the VM's rows alone. PCP 6.0.3's pmseries also loads no
 # instance labels (PCP issue 2418): the list is empty there, a VM's name is
-# typed in (allowCustomValue) or "All".
+# typed in (allowCustomValue) or "All". Its heatmaps take no VM filter:
+# the filter selects the host's series, which has every VM's buckets, and
+# a VM's buckets are not named by its exact name (web_01:: for web-01).
 VALKEY_VM = ("vm", "VM", "label_values(vm_name)")
 
 ROWS = [
@@ -84,12 +90,12 @@ ROWS = [
     # its unit (grafana-pcp's time utilization conversion), so the queries
     # are the metrics themselves, not "/ 1e9"
     ("Why is my VM slow (host scheduler, halt polling, exits)", [
-        ("run delay: each wait for a host CPU (ns)", "heatmap", ["virt.kvm.vm.run_delay_hist"], "ns", "vm"),
-        ("halt duration (ns)", "heatmap", ["virt.kvm.vm.halt_hist"], "ns", "vm"),
+        ("run delay: each wait for a host CPU (ns)", "heatmap", ["virt.kvm.vm.run_delay_hist"], "ns", "vmbuckets"),
+        ("halt duration (ns)", "heatmap", ["virt.kvm.vm.halt_hist"], "ns", "vmbuckets"),
         # KVM's own per-vCPU histogram ([kvm] vcpu_stats = true), the
         # VM's vCPUs' buckets side by side: "<vm>/vcpu<N>/halt_wait_hist::lo-hi"
         ("KVM's halt waits, its vCPUs' buckets side by side (vcpu_stats = true; ns)", "heatmap",
-         ["virt.kvm.vcpu.kvm_hist"], "ns", "vm", "/vcpu[0-9]+/halt_wait_hist"),
+         ["virt.kvm.vcpu.kvm_hist"], "ns", "vmbuckets", "/vcpu[0-9]+/halt_wait_hist"),
         ("run delay per VM (vCPUs runnable, not running), share of one CPU", "graph",
          ["virt.kvm.vm.run_delay"], "percentunit"),
         ("run delay by what held the CPU (<vm>/<class>), share of one CPU", "stack",
@@ -170,8 +176,8 @@ ROWS = [
 def vm_tail(metric, selector):
     """What follows the VM's name in the instances of a per-VM metric
     (a regex: "$" its end), or None for a metric not named by VM."""
-    if selector == VM[0]:
-        return "::"
+    if selector in SELECTORS:
+        return None
     for group, tail in VM_FILTER.items():
         if metric.startswith(group):
             return tail
@@ -183,7 +189,7 @@ def expression(kind, metric, selector, infix=""):
     expression (registered through pmproxy's /pmapi/derive), Valkey a
     pmseries query, filtered by host and by instance name. infix: what comes
     between a heatmap's selector and "::" in its instances (a regex)."""
-    tail = infix + "::" if infix else vm_tail(metric, selector)
+    tail = None if selector else vm_tail(metric, selector)
     if kind == "vector":
         # PCP's matchinst(): /pattern/ is a POSIX ERE; Grafana's regex
         # format escapes '/' and the regex characters of the value
@@ -225,7 +231,7 @@ def panel(kind, pid, item, x, y, w, h):
             # host's series, so the buckets of every prefix come together
             # (rows of equal bounds side by side, not added up)
             p["title"] = "%s: every %s of the host, buckets side by side" % (
-                title, SELECTORS[selector][0] if selector in SELECTORS else "VM")
+                title, "VM" if selector == "vmbuckets" else SELECTORS[selector][0])
         p.update({
             "type": "heatmap",
             "dataFormat": "tsbuckets",
@@ -275,15 +281,18 @@ def variables(kind):
                     "options": [], "refresh": 2, "multi": True, "includeAll": True,
                     "allValue": ".*", "allowCustomValue": True, "regex": "", "sort": 1})
     if kind == "vector":
+        # Grafana starts a variable with no current value at its first
+        # option, which "All" would be: no "All", so the picker starts at
+        # the first VM (several can be picked, multi)
         out.append({"name": VM[0], "type": "query", "datasource": "$datasource",
                     "query": VM[2], "label": VM[1], "hide": 0, "current": {},
-                    "options": [], "refresh": 2, "multi": True, "includeAll": True,
+                    "options": [], "refresh": 2, "multi": True, "includeAll": False,
                     "allValue": ".*", "regex": "", "sort": 1})
         for name, (label, metric) in SELECTORS.items():
             # the values of the name metric: the prefixes the host has now
             out.append({"name": name, "type": "query", "datasource": "$datasource",
                         "query": metric, "label": label, "hide": 0, "current": {},
-                        "options": [], "refresh": 2, "multi": True, "includeAll": True,
+                        "options": [], "refresh": 2, "multi": True, "includeAll": False,
                         "regex": "", "sort": 1})
     return out
 

@@ -479,6 +479,7 @@ static const struct virt_answer kvm_answers[VIRT_NMETRICS] = {
 	[VIRT_M_KVM_HCALL_NUMBER] = VIRT_ANSWER_NAME(KVM_HCALL),
 	[VIRT_M_KVM_UEXIT_REASON] = VIRT_ANSWER_NAME(KVM_UEXIT),
 	[VIRT_M_KVM_VM_NAME] = VIRT_ANSWER_NAME(KVM_VM),
+	[VIRT_M_KVM_VM_BUCKET_PREFIX] = VIRT_ANSWER_BUCKET_PREFIX(KVM_VM),
 };
 
 /* The VM of a "<vm>/<class>" row, and its class. */

@@ -865,6 +865,7 @@ static const struct virt_answer qemu_answers[VIRT_NMETRICS] = {
 	VQ(KICKS, kicks),
 	VQ(NOTIFIES, notifies),
 	[VIRT_M_QEMU_PROCESS_NAME] = VIRT_ANSWER_NAME(QEMU_PROC),
+	[VIRT_M_QEMU_PROCESS_BUCKET_PREFIX] = VIRT_ANSWER_BUCKET_PREFIX(QEMU_PROC),
 	/* the strings of a process's binary */
 	[VIRT_M_QEMU_PROCESS_PROBES] = VIRT_ANSWER_STRING_VIA(QEMU_PROC, struct p_row, k.row, bin,
 							       struct q_bin, probes, "none"),

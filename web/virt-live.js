@@ -14,7 +14,9 @@
  *
  * Histogram instances are "<prefix>::<lo>-<hi>"; like grafana-pcp, the
  * bucket is read from what follows the first '-' (its upper bound), and
- * each prefix gets a heatmap of its own (one at a time, chosen in a list).
+ * each prefix gets a heatmap of its own (one at a time, chosen in a list;
+ * a VM web-01 is listed as web_01, its buckets' prefix). A fetch's time
+ * and the rates: virt-time.js.
  */
 'use strict';
 
@@ -114,14 +116,20 @@ const METRICS = [...new Set(HISTOGRAMS.map(h => h[0]).concat(
 let context = null;
 const names = {};        // metric -> {instance id -> name}
 let prev = null;         // metric -> {name -> value}, at prevTime
-let prevTime = 0;
+let prevTime = null;     // of fetchTime()
 const columns = {};      // histogram metric -> {prefix -> [{bucket -> events/s}]} (oldest first)
 
-async function getJSON(path) {
+// The answer's JSON and its text (virt-time.js reads a fetch's time from it)
+async function getJSONText(path) {
   const r = await fetch(PMPROXY + path);
+  const text = await r.text();
   if (!r.ok)
-    throw new Error(`${path}: HTTP ${r.status}`);
-  return r.json();
+    throw pmproxyError(path, r.status, text);
+  return { json: JSON.parse(text), text };
+}
+
+async function getJSON(path) {
+  return (await getJSONText(path)).json;
 }
 
 async function ensureContext() {
@@ -144,7 +152,7 @@ async function instanceNames(metric, ids) {
 // One fetch of every metric: {metric -> {instance name -> value}}
 async function sample() {
   await ensureContext();
-  const r = await getJSON(`/pmapi/${context}/fetch?names=${METRICS.join(',')}`);
+  const { json: r, text } = await getJSONText(`/pmapi/${context}/fetch?names=${METRICS.join(',')}`);
   const out = {};
   for (const v of r.values || []) {
     const ids = v.instances.map(i => i.instance);
@@ -153,7 +161,7 @@ async function sample() {
     for (const i of v.instances)
       out[v.name][nm[i.instance] !== undefined ? nm[i.instance] : String(i.instance)] = i.value;
   }
-  return { values: out, time: r.timestamp };
+  return { values: out, time: fetchTime(text) };
 }
 
 // grafana-pcp's rule: the bucket's upper bound follows the first '-'
@@ -317,8 +325,7 @@ function drawTable(title, cols, now, then, dt, where = 'tables') {
       } else if (kind === 'top') {
         text = ratesOf(metric, inst, now, then, dt).slice(0, TOP).map(([k, r]) => `${k} ${r.toFixed(1)}/s`).join(', ');
       } else if (v !== undefined && (kind === 'rate' || kind === 'share')) {
-        const b = then && then[metric] ? then[metric][inst] : undefined;
-        const r = b !== undefined && v >= b ? (v - b) / dt : null;
+        const r = counterRate(v, then && then[metric] ? then[metric][inst] : undefined, dt);
         text = r === null ? '' : kind === 'share' ? (r / 1e7).toFixed(1) : r.toFixed(1);
       } else if (v !== undefined) {
         text = String(v);
@@ -363,7 +370,9 @@ async function poll() {
   const status = document.getElementById('status');
   try {
     const s = await sampleOrRetry();
-    const dt = prev ? Math.max(1e-3, s.time - prevTime) : 0;
+    if (!s.time)
+      throw new Error('pmproxy sent a fetch without a timestamp');
+    const dt = prev ? Math.max(1e-3, elapsed(prevTime, s.time)) : 0;
     drawTable(MODULES[0], MODULES[1], s.values, prev, dt, 'modules');
     drawTable(SLOW[0], SLOW[1], s.values, prev, dt, 'slow');
     drawTable(EXITS[0], EXITS[1], s.values, prev, dt, 'exits');
@@ -377,7 +386,7 @@ async function poll() {
     prev = s.values;
     prevTime = s.time;
     status.dataset.state = 'ok';
-    status.textContent = 'updated ' + new Date(s.time * 1000).toLocaleTimeString();
+    status.textContent = 'updated ' + new Date(s.time.sec * 1000 + s.time.ns / 1e6).toLocaleTimeString();
   } catch (e) {
     context = null;
     status.dataset.state = 'error';

@@ -7,9 +7,13 @@
 
 int virt_bucket_name(char *buf, size_t len, const char *prefix, unsigned int b)
 {
-	return snprintf(buf, len, "%s::%llu-%llu", prefix,
-			(unsigned long long)virt_bucket_lo(b),
-			(unsigned long long)virt_bucket_hi(b));
+	int n = snprintf(buf, len, "%s::%llu-%llu", prefix,
+			 (unsigned long long)virt_bucket_lo(b),
+			 (unsigned long long)virt_bucket_hi(b));
+
+	for (size_t i = 0; i + 1 < len && prefix[i]; i++)
+		buf[i] = virt_bucket_char(buf[i]);
+	return n;
 }
 
 void virt_sanitize(char *dst, size_t len, const char *src)

@@ -4,8 +4,10 @@
  * Bucket 0 holds 0 and 1, bucket b >= 1 holds [2^b, 2^(b+1) - 1]; the last
  * bucket also holds everything larger: virt_log2_bucket() in
  * bpf/hist_buckets.h, the same function on both sides. Instance names are
- * "<prefix>::<lo>-<hi>": grafana-pcp heatmaps split at the first '-', so a
- * prefix must not contain '-' (see virt_sanitize).
+ * "<prefix>::<lo>-<hi>": grafana-pcp heatmaps (Vector and Valkey) read the
+ * bucket from what follows the first '-' (/^(.+?)-(.+?)$/), so each '-' of
+ * a prefix is '_' there (a VM "web-01" has rows "web-01" and buckets
+ * "web_01::1024-2047"); kernel-provided prefixes hold none (virt_sanitize).
  */
 #ifndef VIRT_HIST_H
 #define VIRT_HIST_H
@@ -26,7 +28,16 @@ static inline uint64_t virt_bucket_hi(unsigned int b)
 	return ((uint64_t)1 << (b + 1)) - 1;
 }
 
-/* "<prefix>::<lo>-<hi>" into buf; returns snprintf's result. */
+/* A character of a prefix as it is in bucket names. */
+static inline char virt_bucket_char(char c)
+{
+	if (c == '-')
+		return '_';
+	return c;
+}
+
+/* "<prefix>::<lo>-<hi>" into buf, each '-' of prefix as '_'; returns
+ * snprintf's result. */
 int virt_bucket_name(char *buf, size_t len, const char *prefix, unsigned int b);
 
 /* Copy src into dst (len bytes incl. NUL) keeping [A-Za-z0-9_.:/] and

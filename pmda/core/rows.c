@@ -245,6 +245,23 @@ static int answer_sum(const struct virt_sums *s, unsigned int w, pmAtomValue *at
 	return PMDA_FETCH_STATIC;
 }
 
+/* The instance's name as the prefix of its buckets ("web-01": "web_01"),
+ * in a buffer pmdaFetch copies before the next instance's answer. */
+static int answer_bucket_prefix(enum virt_indom_id id, unsigned int inst, pmAtomValue *atom)
+{
+	static char prefix[VIRT_NAME_MAX];
+	char *name = NULL;
+	size_t i;
+
+	if (pmdaCacheLookup(virt_indom(id), (int)inst, &name, NULL) != PMDA_CACHE_ACTIVE)
+		return PM_ERR_INST;
+	for (i = 0; i + 1 < sizeof(prefix) && name[i]; i++)
+		prefix[i] = virt_bucket_char(name[i]);
+	prefix[i] = '\0';
+	atom->cp = prefix;
+	return PMDA_FETCH_STATIC;
+}
+
 /* The answers that need no row. */
 static int answer_rowless(const struct virt_answer *a, struct virt_family *fam,
 			  unsigned int inst, pmAtomValue *atom)
@@ -259,6 +276,8 @@ static int answer_rowless(const struct virt_answer *a, struct virt_family *fam,
 			return PM_ERR_INST;
 		atom->cp = name;
 		return PMDA_FETCH_STATIC;
+	case VIRT_ANS_BUCKET_PREFIX:
+		return answer_bucket_prefix(a->indom, inst, atom);
 	case VIRT_ANS_STATE:
 		if (!fam->priv)
 			return PMDA_FETCH_NOVALUES;

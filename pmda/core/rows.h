@@ -131,6 +131,7 @@ enum virt_answer_kind {
 	VIRT_ANS_PERCENTILE,		/* pct-th percentile of the struct virt_row at off */
 	VIRT_ANS_NOVALUES,		/* never a value (event parameters) */
 	VIRT_ANS_NAME,			/* the instance's own name */
+	VIRT_ANS_BUCKET_PREFIX,		/* its name as its buckets' prefix (hist.h) */
 	VIRT_ANS_STRING,		/* the char array at off, or at at in what the
 					 * pointer at off points to (VIA) */
 	VIRT_ANS_STRING_VIA,
@@ -184,6 +185,7 @@ struct virt_answer {
 /* the instance's name as the value: a dashboard variable's list
  * (grafana-pcp's Vector datasource lists a metric's values) */
 #define VIRT_ANSWER_NAME(dom) { .kind = VIRT_ANS_NAME, .indom = VIRT_I_##dom }
+#define VIRT_ANSWER_BUCKET_PREFIX(dom) { .kind = VIRT_ANS_BUCKET_PREFIX, .indom = VIRT_I_##dom }
 /* the NUL-terminated char array field; empty_value when it is empty */
 #define VIRT_ANSWER_STRING(dom, T, row, field, empty_value) \
 	{ .kind = VIRT_ANS_STRING, .indom = VIRT_I_##dom, .off = VIRT_ANSWER_OFF(T, row, field), \

@@ -1,6 +1,7 @@
 /* VM identity of a VMM process (pmda/core/vmid.h). */
 #include "vmid.h"
 #include "array.h"
+#include "hist.h"
 
 #include <ctype.h>
 #include <fcntl.h>
@@ -77,7 +78,7 @@ size_t vmid_utf8_len(const char *s, size_t r)
 
 static bool keep_ascii(unsigned char c)
 {
-	return isascii(c) && (isalnum(c) || c == '_' || c == '.');
+	return isascii(c) && (isalnum(c) || c == '_' || c == '.' || c == '-');
 }
 
 size_t vmid_sanitize(char *dst, size_t dlen, const char *src, size_t slen)
@@ -570,6 +571,13 @@ static void suffixed(struct vmid *id)
 	snprintf(id->name, sizeof(id->name), "%.*s%s", (int)n, id->base, sfx);
 }
 
+bool vmid_same_bucket_prefix(const char *a, const char *b)
+{
+	while (*a && virt_bucket_char(*a) == virt_bucket_char(*b))
+		a++, b++;
+	return *a == *b;
+}
+
 const struct vmid *vmid_set_insert(struct vmid_set *s, const struct vmid *id)
 {
 	struct vmid *e;
@@ -581,7 +589,7 @@ const struct vmid *vmid_set_insert(struct vmid_set *s, const struct vmid *id)
 			drop(s, i);
 			continue;
 		}
-		if (strcmp(s->v[i]->name, id->base) == 0)
+		if (vmid_same_bucket_prefix(s->v[i]->name, id->base))
 			taken = true;
 		i++;
 	}

@@ -3,19 +3,23 @@
  * UUID and the kind of VMM, from /proc/<pid>/cmdline and /proc/<pid>/cgroup.
  *
  * Names come from untrusted processes. A name is sanitised (vmid_sanitize):
- * ASCII letters, digits, '_' and '.' and valid UTF-8 characters from U+00A0
- * up are kept, every other byte ('-', ':', '/', space, quotes, backslash,
- * control characters, invalid UTF-8) becomes '_'; at most VMID_NAME_MAX
- * bytes, cut before a UTF-8 character that does not fit. So a name is one
- * word, holds no '-' and no "::" (histogram instances are
- * "<prefix>::<lo>-<hi>"), and can be quoted in JSON labels as it is.
+ * ASCII letters, digits, '-', '_' and '.' and valid UTF-8 characters from
+ * U+00A1 up are kept, every other byte (':', '/', ',', space, quotes,
+ * backslash, control characters, invalid UTF-8) becomes '_'; at most
+ * VMID_NAME_MAX bytes, cut before a UTF-8 character that does not fit. So
+ * a VM named web-01 has instances "web-01", "web-01/vcpu0", ...; a name is
+ * one word for pmie's and pmrep's instance syntax, holds no "::" and can be
+ * quoted in JSON labels as it is. Its histogram buckets have each '-' as
+ * '_' ("web_01::1024-2047", hist.h: grafana-pcp splits at the first '-').
  *
- * Names are unique among the live VMs of a set: a VM whose name is taken by
- * another live VM gets "<name>~<pid>" (the base cut to keep the whole
- * within VMID_NAME_MAX). A VM without a name is called "<pid>".
+ * Names are unique among the live VMs of a set, and so are their bucket
+ * prefixes: a VM whose name is taken by another live VM, or that differs
+ * from one only by '-' against '_' (web-01, web_01), gets "<name>~<pid>"
+ * (the base cut to keep the whole within VMID_NAME_MAX). A VM without a
+ * name is called "<pid>".
  *
- * The exact name, as the VMM or libvirt gave it (web-01 where the instance
- * is web_01), is kept for the vm_name label, which pmseries and pmdalibvirt
+ * The exact name, as the VMM or libvirt gave it ("my vm" where the instance
+ * is my_vm), is kept for the vm_name label, which pmseries and pmdalibvirt
  * joins match: raw bytes, at most VMID_LABEL_MAX, cut before a UTF-8
  * character that does not fit; the label's JSON escaping is labels.c's.
  */
@@ -96,6 +100,9 @@ struct vmid_set {
 	/* is the process behind id still the same one (NULL: /proc) */
 	bool (*alive)(const struct vmid *id);
 };
+
+/* Do names a and b make the same bucket prefix ('-' and '_' alike)? */
+bool vmid_same_bucket_prefix(const char *a, const char *b);
 
 /* Insert a resolved identity (copied), unique-named against the live
  * ones; an entry of the same pid or of a dead process with the same name

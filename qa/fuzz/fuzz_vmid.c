@@ -1,8 +1,9 @@
 /* libFuzzer harness for the VM identity parsers (pmda/core/vmid.c): the same
  * bytes as a command line, a cgroup file, a stat line and a name. No crash,
  * no sanitizer report; a sanitised name is within VMID_NAME_MAX, holds no
- * '-', ':', space, quote, backslash or control byte and is valid UTF-8; a
- * UUID is empty or canonical; names in a set are distinct; a VM's exact
+ * ':', space, quote, backslash, '/', ',' or control byte and is valid UTF-8
+ * ('-' is kept); a UUID is empty or canonical; names in a set are distinct
+ * also as bucket prefixes ('-' and '_' alike); a VM's exact
  * name (its label) is a prefix of the raw one within VMID_LABEL_MAX, whole
  * but for a cut character. Built by `make fuzz`. */
 #include "vmid.h"
@@ -20,7 +21,7 @@ static void check_name(const char *s)
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 
-		if (c < 0x20 || c == 0x7f || strchr("-: \"'\\/,", c))
+		if (c < 0x20 || c == 0x7f || strchr(": \"'\\/,", c))
 			abort();
 	}
 }
@@ -95,7 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < s.n; i++) {
 		check_name(s.v[i]->name);
 		for (size_t j = 0; j < i; j++)
-			if (strcmp(s.v[i]->name, s.v[j]->name) == 0 && all_alive(s.v[i]) &&
+			if (vmid_same_bucket_prefix(s.v[i]->name, s.v[j]->name) && all_alive(s.v[i]) &&
 			    all_alive(s.v[j]))
 				abort();
 	}

@@ -42,6 +42,11 @@ int main(void)
 	CHECK(strcmp(buf, "io::1024-2047") == 0);
 	/* grafana-pcp splits at the first '-': the upper bound follows it */
 	CHECK(strcmp(strchr(buf, '-') + 1, "2047") == 0);
+	/* a VM's name keeps its '-', its buckets have '_' in its place */
+	virt_bucket_name(buf, sizeof(buf), "web-01/vcpu0/halt-x", 10);
+	CHECK(strcmp(buf, "web_01/vcpu0/halt_x::1024-2047") == 0);
+	virt_bucket_name(buf, 6, "a-b-c-d", 10);
+	CHECK(strcmp(buf, "a_b_c") == 0);
 
 	virt_sanitize(buf, sizeof(buf), "virtio-net 0\x01\xff/rx.0");
 	CHECK(strcmp(buf, "virtio_net_0__/rx.0") == 0);

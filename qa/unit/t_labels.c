@@ -71,7 +71,7 @@ static void check_vm(void)
 	CHECK(virt_label_vm(&ls, NULL) == 0 && ls == NULL);
 }
 
-/* vm_name is the exact name (libvirt's web-01), not the instance's web_01,
+/* vm_name is the exact name (libvirt's "web 01"), not the instance's web_01,
  * escaped for JSON whatever its bytes, and whole at VMID_LABEL_MAX */
 static void check_vm_exact(void)
 {
@@ -79,10 +79,10 @@ static void check_vm_exact(void)
 	char big[301], want[2048];
 	pmLabelSet *ls = NULL;
 
-	vmid_set_name(&vm, "web-01");
+	vmid_set_name(&vm, "web 01");
 	CHECK(strcmp(vm.name, "web_01") == 0);
 	CHECK(virt_label_vm(&ls, &vm) == 0);
-	CHECK(json_is(ls, "{\"vm_name\":\"web-01\",\"vmm\":\"qemu\",\"vmm_pid\":7}"));
+	CHECK(json_is(ls, "{\"vm_name\":\"web 01\",\"vmm\":\"qemu\",\"vmm_pid\":7}"));
 	pmFreeLabelSets(ls, 1);
 	ls = NULL;
 	vmid_set_name(&vm, "ev\"il\\-na::me\001\033[31m-caf\xc3\xa9\xff");

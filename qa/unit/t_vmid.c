@@ -166,9 +166,9 @@ static void check_sanitize(void)
 	char big[301], want[VMID_NAME_MAX + 1], out[VMID_NAME_MAX + 1], utf[301];
 
 	CHECK(SAN("web01", "web01"));
-	CHECK(SAN("web-01.prod", "web_01.prod"));
+	CHECK(SAN("web-01.prod", "web-01.prod"));		/* '-' kept */
 	CHECK(SAN("a::b", "a__b"));
-	CHECK(SAN("x::0-1", "x__0_1"));
+	CHECK(SAN("x::0-1", "x__0-1"));
 	CHECK(SAN("\"quoted\" 'q' `b` \\", "_quoted___q___b___"));
 	CHECK(SAN("tab\tnl\ncr\rdel\x7f" "esc\x1b", "tab_nl_cr_del_esc_"));
 	CHECK(SAN("a/b c,d{e}", "a_b_c_d_e_"));
@@ -211,8 +211,10 @@ static void check_set_name(void)
 	char big[301], utf[301];
 
 	vmid_set_name(&id, "web-01");
-	CHECK(id.named && strcmp(id.name, "web_01") == 0 && strcmp(id.base, "web_01") == 0);
+	CHECK(id.named && strcmp(id.name, "web-01") == 0 && strcmp(id.base, "web-01") == 0);
 	CHECK(strcmp(id.label, "web-01") == 0);
+	vmid_set_name(&id, "my vm");
+	CHECK(strcmp(id.name, "my_vm") == 0 && strcmp(id.label, "my vm") == 0);
 	vmid_set_name(&id, "a\"b\\c\nd::e \xff");
 	CHECK(strcmp(id.name, "a_b_c_d__e__") == 0 && strcmp(id.label, "a\"b\\c\nd::e \xff") == 0);
 	/* no name: "<pid>", no label */
@@ -269,6 +271,25 @@ static struct vmid vm(uint32_t pid, const char *base)
 	return id;
 }
 
+/* web-01 and web_01 would share the bucket prefix web_01: the later one
+ * is suffixed, as if the name were taken */
+static void check_set_bucket_prefix(void)
+{
+	struct vmid_set s = { .alive = fake_alive };
+	struct vmid h = vm(10, "web-01"), u = vm(20, "web_01"), o = vm(30, "web-02");
+	const struct vmid *r;
+
+	CHECK(vmid_same_bucket_prefix("web-01", "web_01") && vmid_same_bucket_prefix("a", "a"));
+	CHECK(!vmid_same_bucket_prefix("web-01", "web-0") && !vmid_same_bucket_prefix("web", "web-01"));
+	r = vmid_set_insert(&s, &h);
+	CHECK(r && strcmp(r->name, "web-01") == 0);
+	r = vmid_set_insert(&s, &u);
+	CHECK(r && strcmp(r->name, "web_01~20") == 0);
+	r = vmid_set_insert(&s, &o);
+	CHECK(r && strcmp(r->name, "web-02") == 0);
+	vmid_set_clear(&s);
+}
+
 static void check_set(void)
 {
 	struct vmid_set s = { .alive = fake_alive };
@@ -291,6 +312,7 @@ static void check_set(void)
 	dead_pid = 0;
 	r = vmid_set_insert(&s, &b);
 	CHECK(r && strcmp(r->name, "web01~200") == 0 && s.n == 2);
+	check_set_bucket_prefix();
 	/* a suffix on a full-length name keeps it within VMID_NAME_MAX */
 	memset(lng.base, 'x', VMID_NAME_MAX);
 	lng.base[VMID_NAME_MAX] = '\0';
