@@ -59,7 +59,7 @@ SELECTORS = {
 # The first group a metric starts with is its filter. The VM picker is also
 # the selector of the per-VM heatmaps ("<vm>::lo-hi").
 VM = ("vm", "VM", "virt.kvm.vm.name")
-VM_FILTER = {"virt.kvm.vm.run_delay_by": "/", "virt.kvm.vm.kvm_stat": "/exits$", "virt.kvm.vm.": "$",
+VM_FILTER = {"virt.kvm.vm.run_delay_by": "/", "virt.kvm.vm.kvm_stat.count": "/exits$", "virt.kvm.vm.": "$",
              "virt.kvm.vcpu.": "/", "virt.kvm.pio.": "/", "virt.kvm.msr.": "/", "virt.kvm.cpuid.": "/",
              "virt.kvm.mmio.": "/", "virt.vhost.": "/"}
 # The VM picker (Valkey): the values of the label vm_name the agent puts on
@@ -126,7 +126,7 @@ ROWS = [
         ("MMIO exits/s (<vm>/<gpa>/<rd|wr>), busiest first", "top", ["virt.kvm.mmio.count"], "ops"),
         ("time in MMIO exits, share of one CPU", "top", ["virt.kvm.mmio.time"], "percentunit"),
         ("exits/s per VM: the agent's (<vm>) and KVM's own count (<vm>/exits)", "graph",
-         ["virt.kvm.vm.exits", "virt.kvm.vm.kvm_stat"], "ops"),
+         ["virt.kvm.vm.exits", "virt.kvm.vm.kvm_stat.count"], "ops"),
         ("exits KVM counted and the agent did not (exits_unseen) per VM", "graph",
          ["virt.kvm.vm.exits_unseen"], "short"),
     ]),
