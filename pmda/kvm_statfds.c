@@ -215,7 +215,7 @@ static void vstats_read_one(struct kvm_state *st, struct vm_entry *vm, struct vc
 		    (b = kvm_book_row(&st->vcpu_hists, PM_INDOM_NULL,
 				  virt_indom(VIRT_I_KVM_VCPU_STAT_HIST), vm, (int)v->id, d->name)))
 			vstats_hist(b, w, d->size);
-		else if (d->kind < KVM_STAT_LOG_HIST &&
+		else if (d->kind < KVM_STAT_LOG_HIST &&	/* count, time, instant, peak */
 			 (b = kvm_book_row(&st->vcpu_books, virt_indom(VIRT_I_KVM_VCPU_STAT),
 				       PM_INDOM_NULL, vm, (int)v->id, d->name)))
 			kvm_book_add(b, kvm_vstat_value(d, w[0]), d->kind);
