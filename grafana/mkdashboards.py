@@ -63,7 +63,7 @@ SELECTORS = {
 # per-VM heatmaps ("<vm with '_' for '-'>::lo-hi") repeat over the selector
 # vmbuckets instead: Grafana cannot turn the picked web-01 into web_01.
 VM = ("vm", "VM", "virt.kvm.vm.name")
-VM_FILTER = {"virt.kvm.vm.run_delay_by": "/", "virt.kvm.vm.kvm_stat": "/exits$", "virt.kvm.vm.": "$",
+VM_FILTER = {"virt.kvm.vm.run_delay_by": "/", "virt.kvm.vm.kvm_stat.count": "/exits$", "virt.kvm.vm.": "$",
              "virt.kvm.vcpu.": "/", "virt.kvm.pio.": "/", "virt.kvm.msr.": "/", "virt.kvm.cpuid.": "/",
              "virt.kvm.mmio.": "/", "virt.vhost.": "/"}
 # The VM picker (Valkey): the values of the label vm_name the agent puts on
@@ -132,7 +132,7 @@ ROWS = [
         ("MMIO exits/s (<vm>/<gpa>/<rd|wr>), busiest first", "top", ["virt.kvm.mmio.count"], "ops"),
         ("time in MMIO exits, share of one CPU", "top", ["virt.kvm.mmio.time"], "percentunit"),
         ("exits/s per VM: the agent's (<vm>) and KVM's own count (<vm>/exits)", "graph",
-         ["virt.kvm.vm.exits", "virt.kvm.vm.kvm_stat"], "ops"),
+         ["virt.kvm.vm.exits", "virt.kvm.vm.kvm_stat.count"], "ops"),
         ("exits KVM counted and the agent did not (exits_unseen) per VM", "graph",
          ["virt.kvm.vm.exits_unseen"], "short"),
     ]),

@@ -37,7 +37,7 @@ static const struct virt_option kvm_options[NOPTS] = {
 	[OPT_SUB_TOP] = { "subreasons_top", VIRT_OPT_UINT, 1, 4096, "16",
 		"ports, MSRs, CPUID leaves and MMIO addresses per VM and kind with instances of their own (the first seen); later ones count in <vm>/other" },
 	[OPT_VCPU_STATS] = { "vcpu_stats", VIRT_OPT_BOOL, 0, 0, "false",
-		"KVM's own per-vCPU statistics and histograms (virt.kvm.vcpu.kvm_stat, kvm_stat_instant, kvm_hist) from the vCPU statistics fds the VMM keeps (newer QEMUs; not QEMU 7.2), shared with pidfd_getfd(): the agent then keeps CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH; false = not read, both dropped" },
+		"KVM's own per-vCPU statistics and histograms (virt.kvm.vcpu.kvm_stat.*, kvm_hist) from the vCPU statistics fds the VMM keeps (newer QEMUs; not QEMU 7.2), shared with pidfd_getfd(): the agent then keeps CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH; false = not read, both dropped" },
 };
 
 /* ------------------------------------------------------------- names */
@@ -470,10 +470,14 @@ static const struct virt_answer kvm_answers[VIRT_NMETRICS] = {
 	VIRT_ANSWER_PERCENTILES(VIRT_M_KVM_VM_HALT, KVM_VM, struct vm_entry, k.row, halt),
 	SUB(PIO), SUB(MSR), SUB(CPUID), SUB(MMIO),
 	SUM_WHEN(VM_EXITS_UNSEEN, KVM_VM, struct vm_entry, W_UNSEEN, unseen_known),
-	BOOK(VM_KVM_STAT, KVM_VM_STAT, counter),
+	BOOK(VM_KVM_STAT_COUNT, KVM_VM_STAT, count),
+	BOOK(VM_KVM_STAT_TIME, KVM_VM_STAT, time),
 	BOOK(VM_KVM_STAT_INSTANT, KVM_VM_STAT, instant),
-	BOOK(VCPU_KVM_STAT, KVM_VCPU_STAT, counter),
+	BOOK(VM_KVM_STAT_PEAK, KVM_VM_STAT, peak),
+	BOOK(VCPU_KVM_STAT_COUNT, KVM_VCPU_STAT, count),
+	BOOK(VCPU_KVM_STAT_TIME, KVM_VCPU_STAT, time),
 	BOOK(VCPU_KVM_STAT_INSTANT, KVM_VCPU_STAT, instant),
+	BOOK(VCPU_KVM_STAT_PEAK, KVM_VCPU_STAT, peak),
 	[VIRT_M_KVM_VCPU_KVM_HIST] = VIRT_ANSWER_BUCKET(KVM_VCPU_STAT_HIST),
 	[VIRT_M_KVM_EXIT_REASON] = VIRT_ANSWER_NAME(KVM_REASON),
 	[VIRT_M_KVM_HCALL_NUMBER] = VIRT_ANSWER_NAME(KVM_HCALL),

@@ -3,8 +3,9 @@
  * (virt/kvm/kvm_main.c) makes /sys/kernel/debug/kvm/<pid>-<fd>/, <pid>
  * the creating thread's, with one file per VM statistic and one per vCPU
  * statistic (the sum over the VM's vCPUs: kvm_get_stat_per_vcpu()), each
- * printing "%llu\n"; kvm_stats_debugfs_mode() makes instant statistics
- * 0444 and cumulative and peak ones 0644 (writing 0 clears them). The
+ * printing "%llu\n" in KVM's own unit (times in ns); kvm_stats_debugfs_mode()
+ * makes instant statistics 0444 and cumulative and peak ones 0644 (writing
+ * 0 clears them). The
  * arch adds files of other formats (x86: mmu_rmaps_stat, a table). A
  * histogram's file (*_hist) prints its bucket 0 only. The vcpu<N>/
  * subdirectories (kvm_create_vcpu_debugfs(): the vCPU's thread and the
@@ -74,19 +75,33 @@ static int read_value(int dirfd, const char *name, uint64_t *v)
 	return 0;
 }
 
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), t = strlen(tail);
+
+	return n > t && strcmp(s + n - t, tail) == 0;
+}
+
 /* A histogram's file: its bucket 0 (kvm_stat_data_get() reads the
  * statistic's first u64), no count of anything. */
 static bool is_hist(const char *name)
 {
-	size_t n = strlen(name);
+	return ends_with(name, "_hist");
+}
 
-	return n > 5 && strcmp(name + n - 5, "_hist") == 0;
+enum kvm_stat_kind kvm_books_kind(const char *name, unsigned int mode)
+{
+	if (!(mode & 0222))
+		return KVM_STAT_INSTANT;
+	if (strncmp(name, "max_", 4) == 0)
+		return KVM_STAT_PEAK;
+	return ends_with(name, "_ns") ? KVM_STAT_TIME : KVM_STAT_COUNT;
 }
 
 static void read_file(int dirfd, const char *name, const struct stat *sb,
 		      const struct kvm_books_ops *ops, void *arg)
 {
-	struct kvm_book b = { .name = name, .instant = !(sb->st_mode & 0222) };
+	struct kvm_book b = { .name = name, .kind = kvm_books_kind(name, sb->st_mode) };
 	int err = -ENAMETOOLONG;
 
 	if (is_hist(name) || (ops->skip && ops->skip(name, arg)))

@@ -89,14 +89,23 @@ struct book_entry *kvm_book_row(struct virt_table *t, pmInDom indom, pmInDom hin
 	return b;
 }
 
+/* The one metric of kind that has the row's value; none when the row was
+ * not read (kind KVM_STAT_OTHER). */
+static void book_kind(struct book_entry *b, enum kvm_stat_kind kind)
+{
+	b->count = kind == KVM_STAT_COUNT;
+	b->time = kind == KVM_STAT_TIME;
+	b->instant = kind == KVM_STAT_INSTANT;
+	b->peak = kind == KVM_STAT_PEAK;
+}
+
 /* One value of KVM's: the sum over the VM's sources (a VMM with two VMs
  * has two directories, two vCPUs of one id) read in this refresh. */
-void kvm_book_add(struct book_entry *b, uint64_t value, bool instant)
+void kvm_book_add(struct book_entry *b, uint64_t value, enum kvm_stat_kind kind)
 {
 	b->value = b->seen ? b->value + value : value;
 	b->seen = true;
-	b->counter = !instant;
-	b->instant = instant;
+	book_kind(b, kind);
 }
 
 static void book_stat(const struct kvm_book *k, void *arg)
@@ -108,7 +117,7 @@ static void book_stat(const struct kvm_book *k, void *arg)
 
 	if (!b)
 		return;
-	kvm_book_add(b, k->value, k->instant);
+	kvm_book_add(b, k->value, k->kind);
 }
 
 static const struct kvm_books_ops books_ops = {
@@ -172,12 +181,12 @@ void kvm_book_rows_expose(struct virt_table *t)
 	for (size_t i = 0; i < t->n; i++) {
 		struct book_entry *b = (struct book_entry *)t->v[i];
 
-		if (b->seen)
+		if (b->seen) {
 			virt_row_expose(&b->k.row, true);
-		else
+		} else {
 			virt_row_retire(&b->k.row);
-		b->counter &= b->seen;
-		b->instant &= b->seen;
+			book_kind(b, KVM_STAT_OTHER);
+		}
 	}
 }
 
@@ -216,7 +225,8 @@ void kvm_debugfs_read(struct kvm_state *st)
  * own domain. */
 bool kvm_debugfs_asked(void)
 {
-	return virt_asked(VIRT_M_KVM_VM_KVM_STAT) || virt_asked(VIRT_M_KVM_VM_KVM_STAT_INSTANT) ||
+	return virt_asked(VIRT_M_KVM_VM_KVM_STAT_COUNT) || virt_asked(VIRT_M_KVM_VM_KVM_STAT_TIME) ||
+	       virt_asked(VIRT_M_KVM_VM_KVM_STAT_INSTANT) || virt_asked(VIRT_M_KVM_VM_KVM_STAT_PEAK) ||
 	       virt_asked_indom(VIRT_I_KVM_VM_STAT);
 }
 

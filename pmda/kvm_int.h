@@ -151,7 +151,8 @@ struct book_entry {
 	char stat[KVM_BOOK_NAME_MAX];
 	uint64_t value;
 	bool seen;			/* read in this refresh */
-	bool counter, instant;		/* which metric has its value */
+	/* which metric has its value: kvm_stat.count, .time, .instant, .peak */
+	bool count, time, instant, peak;
 	uint64_t hist[VIRT_HIST_BUCKETS];	/* a histogram's (vcpu_hists) */
 };
 
@@ -231,7 +232,7 @@ bool kvm_sub_indom(enum virt_indom_id indom);
 /* kvm_debugfs.c: KVM's own books (debugfs), and the rows of KVM's values */
 struct book_entry *kvm_book_row(struct virt_table *t, pmInDom indom, pmInDom hindom,
 				struct vm_entry *vm, int vcpu, const char *raw);
-void kvm_book_add(struct book_entry *b, uint64_t value, bool instant);
+void kvm_book_add(struct book_entry *b, uint64_t value, enum kvm_stat_kind kind);
 void kvm_book_rows_unsee(struct virt_table *t);
 void kvm_book_rows_expose(struct virt_table *t);
 void kvm_book_rows_remove(struct kvm_state *st, const struct vm_entry *vm);

@@ -211,14 +211,14 @@ static void vstats_read_one(struct kvm_state *st, struct vm_entry *vm, struct vc
 		const uint64_t *w = &v->data[d->offset / 8];
 		struct book_entry *b;
 
-		if (d->kind == KVM_VSTAT_LOG_HIST &&
+		if (d->kind == KVM_STAT_LOG_HIST &&
 		    (b = kvm_book_row(&st->vcpu_hists, PM_INDOM_NULL,
 				  virt_indom(VIRT_I_KVM_VCPU_STAT_HIST), vm, (int)v->id, d->name)))
 			vstats_hist(b, w, d->size);
-		else if ((d->kind == KVM_VSTAT_COUNTER || d->kind == KVM_VSTAT_INSTANT) &&
+		else if (d->kind < KVM_STAT_LOG_HIST &&	/* count, time, instant, peak */
 			 (b = kvm_book_row(&st->vcpu_books, virt_indom(VIRT_I_KVM_VCPU_STAT),
 				       PM_INDOM_NULL, vm, (int)v->id, d->name)))
-			kvm_book_add(b, w[0], d->kind == KVM_VSTAT_INSTANT);
+			kvm_book_add(b, kvm_vstat_value(d, w[0]), d->kind);
 	}
 }
 
@@ -258,7 +258,8 @@ void kvm_statfds_read(struct kvm_state *st)
  * for their domains. */
 bool kvm_statfds_asked(void)
 {
-	return virt_asked(VIRT_M_KVM_VCPU_KVM_STAT) ||
-	       virt_asked(VIRT_M_KVM_VCPU_KVM_STAT_INSTANT) || virt_asked(VIRT_M_KVM_VCPU_KVM_HIST) ||
+	return virt_asked(VIRT_M_KVM_VCPU_KVM_STAT_COUNT) || virt_asked(VIRT_M_KVM_VCPU_KVM_STAT_TIME) ||
+	       virt_asked(VIRT_M_KVM_VCPU_KVM_STAT_INSTANT) ||
+	       virt_asked(VIRT_M_KVM_VCPU_KVM_STAT_PEAK) || virt_asked(VIRT_M_KVM_VCPU_KVM_HIST) ||
 	       virt_asked_indom(VIRT_I_KVM_VCPU_STAT) || virt_asked_indom(VIRT_I_KVM_VCPU_STAT_HIST);
 }

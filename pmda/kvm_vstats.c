@@ -17,19 +17,58 @@
 #include <string.h>
 #include <unistd.h>
 
-static enum kvm_vstat_kind kind_of(uint32_t flags)
+/* The kind of each KVM_STATS_TYPE_* x KVM_STATS_UNIT_* KVM declares
+ * (STATS_DESC_COUNTER, _ICOUNTER, _PCOUNTER, _IBOOLEAN, _PBOOLEAN,
+ * _TIME_NSEC, _LOGHIST_TIME_NSEC in include/linux/kvm_host.h); any other
+ * pair is not served. A boolean is a count of 0 or 1 (vCPUs, in debugfs's
+ * sum over them). */
+static const struct {
+	uint32_t type, unit;
+	enum kvm_stat_kind kind;
+} kinds[] = {
+	{ KVM_STATS_TYPE_CUMULATIVE, KVM_STATS_UNIT_NONE, KVM_STAT_COUNT },
+	{ KVM_STATS_TYPE_CUMULATIVE, KVM_STATS_UNIT_SECONDS, KVM_STAT_TIME },
+	{ KVM_STATS_TYPE_INSTANT, KVM_STATS_UNIT_NONE, KVM_STAT_INSTANT },
+	{ KVM_STATS_TYPE_INSTANT, KVM_STATS_UNIT_BOOLEAN, KVM_STAT_INSTANT },
+	{ KVM_STATS_TYPE_PEAK, KVM_STATS_UNIT_NONE, KVM_STAT_PEAK },
+	{ KVM_STATS_TYPE_PEAK, KVM_STATS_UNIT_BOOLEAN, KVM_STAT_PEAK },
+	{ KVM_STATS_TYPE_LOG_HIST, KVM_STATS_UNIT_NONE, KVM_STAT_LOG_HIST },
+	{ KVM_STATS_TYPE_LOG_HIST, KVM_STATS_UNIT_SECONDS, KVM_STAT_LOG_HIST },
+};
+
+/* 10^n, n <= 19 */
+static uint64_t pow10_u64(unsigned int n)
 {
-	switch (flags & KVM_STATS_TYPE_MASK) {
-	case KVM_STATS_TYPE_CUMULATIVE:
-		return KVM_VSTAT_COUNTER;
-	case KVM_STATS_TYPE_INSTANT:
-	case KVM_STATS_TYPE_PEAK:
-		return KVM_VSTAT_INSTANT;
-	case KVM_STATS_TYPE_LOG_HIST:
-		return KVM_VSTAT_LOG_HIST;
-	default:
-		return KVM_VSTAT_OTHER;
+	uint64_t p = 1;
+
+	while (n--)
+		p *= 10;
+	return p;
+}
+
+enum kvm_stat_kind kvm_vstat_kind(uint32_t flags, int16_t exponent)
+{
+	uint32_t type = flags & KVM_STATS_TYPE_MASK, unit = flags & KVM_STATS_UNIT_MASK;
+
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		if (kinds[i].type != type || kinds[i].unit != unit)
+			continue;
+		if (kinds[i].kind == KVM_STAT_TIME &&
+		    ((flags & KVM_STATS_BASE_MASK) != KVM_STATS_BASE_POW10 || exponent < -18 ||
+		     exponent > 0))
+			return KVM_STAT_OTHER;
+		return kinds[i].kind;
 	}
+	return KVM_STAT_OTHER;
+}
+
+uint64_t kvm_vstat_value(const struct kvm_vstat_desc *d, uint64_t raw)
+{
+	if (d->kind != KVM_STAT_TIME || d->exponent == -9)
+		return raw;
+	if (d->exponent > -9)
+		return raw * pow10_u64((unsigned int)(d->exponent + 9));
+	return raw / pow10_u64((unsigned int)(-9 - d->exponent));
 }
 
 static bool header_ok(const struct kvm_stats_header *h)
@@ -54,7 +93,7 @@ static bool take_desc(const char *raw, size_t name_size, struct kvm_vstat_desc *
 	memcpy(d->name, name, n);
 	d->name[n] = '\0';
 	d->flags = k.flags;
-	d->kind = kind_of(k.flags);
+	d->kind = kvm_vstat_kind(k.flags, k.exponent);
 	d->exponent = k.exponent;
 	d->size = k.size;
 	d->offset = k.offset;

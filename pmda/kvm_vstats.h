@@ -11,17 +11,9 @@
 
 #include "kvm_books.h"
 
-/* What a statistic is, from its descriptor's KVM_STATS_TYPE_* */
-enum kvm_vstat_kind {
-	KVM_VSTAT_COUNTER,		/* CUMULATIVE */
-	KVM_VSTAT_INSTANT,		/* INSTANT, PEAK */
-	KVM_VSTAT_LOG_HIST,		/* LOG_HIST */
-	KVM_VSTAT_OTHER,		/* LINEAR_HIST, or a type newer than us */
-};
-
 struct kvm_vstat_desc {
 	char name[KVM_BOOK_NAME_MAX];
-	enum kvm_vstat_kind kind;
+	enum kvm_stat_kind kind;	/* kvm_vstat_kind() */
 	uint32_t flags;
 	int16_t exponent;
 	uint16_t size;			/* u64 words */
@@ -54,6 +46,13 @@ int kvm_vstats_load(int fd, struct kvm_vstats *s);
 /* The data block (s->words u64) into data: one pread. 0 or -errno. */
 int kvm_vstats_read(int fd, const struct kvm_vstats *s, uint64_t *data);
 void kvm_vstats_free(struct kvm_vstats *s);
+
+/* The kind of a statistic of descriptor flags and exponent: KVM_STAT_TIME
+ * only for SECONDS in base 10 with an exponent of -18 to 0 (KVM's are -9),
+ * so that kvm_vstat_value() is exact or, below ns, truncated. */
+enum kvm_stat_kind kvm_vstat_kind(uint32_t flags, int16_t exponent);
+/* A value of d in the unit of its metric: a time in ns, others as KVM's. */
+uint64_t kvm_vstat_value(const struct kvm_vstat_desc *d, uint64_t raw);
 
 /* KVM's bounds of bucket b of a LOG_HIST statistic, in its own unit:
  * bucket 0 holds 0, bucket b >= 1 [2^(b-1), 2^b - 1]

@@ -11,7 +11,7 @@ values (the percentiles: io's p99 2, 12, 22 us). Instances of kvm.vm.*
 metrics are named by VM: "<vm>", "<vm>::lo-hi", "<vm>/<class>"; a VM's
 instance has the labels the agent puts there (pmda/core/labels.c), vm_name
 and vmm. Sub-reasons (kvm.pio.*, .msr.*, .cpuid.*, .mmio.*) and KVM's
-statistics (kvm.vm.kvm_stat*) have instances as the agent names them
+statistics (kvm.vm.kvm_stat.*) have instances as the agent names them
 ("web/0x70/out", "web/other", "web/exits"). Two series differ, each equal
 to the rule above at the last record (qa/407 reads that one), for qa/406's
 pmie rules: port "web/0x3f8/out" counts 1 in the first second and 10 in

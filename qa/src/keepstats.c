@@ -2,7 +2,8 @@
  * keepstats.so - LD_PRELOAD into a VMM that keeps no KVM statistics fd
  * (e.g. Debian 12's QEMU 7.2): after each KVM_CREATE_VCPU it
  * opens the new vCPU's statistics fd (KVM_GET_STATS_FD) and keeps it, as
- * newer QEMUs do in kvm_init_vcpu(), so that pmdavirt's per-vCPU
+ * newer QEMUs do in kvm_init_vcpu(), and after KVM_CREATE_VM the VM's
+ * (anon_inode:kvm-vm-stats, which the agent does not take), so that pmdavirt's per-vCPU
  * statistics ([kvm] vcpu_stats) can share it. Only the VMM itself can open
  * one: kvm_vcpu_ioctl() refuses a caller whose mm is not the VM's.
  *
@@ -26,7 +27,9 @@ int ioctl(int fd, unsigned long request, ...)
 	if (!real)
 		*(void **)&real = dlsym(RTLD_NEXT, "ioctl");
 	ret = real(fd, request, arg);
-	if (request == KVM_CREATE_VCPU && ret >= 0)
-		(void)real(ret, KVM_GET_STATS_FD, 0);	/* kept until exit */
+	/* kept until exit; the VM's is for the tests' own reader
+	 * (qa/src/kvmstats.c), not the agent */
+	if ((request == KVM_CREATE_VCPU || request == KVM_CREATE_VM) && ret >= 0)
+		(void)real(ret, KVM_GET_STATS_FD, 0);
 	return ret;
 }

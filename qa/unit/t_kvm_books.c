@@ -1,6 +1,6 @@
 /* KVM's debugfs statistics reader (pmda/kvm_books.c) on a tree laid out as
  * Linux 6.1 lays out /sys/kernel/debug/kvm/<pid>-<fd>/ (files as qa 117's
- * VM showed them): counters 0644, instant values 0444, x86's
+ * VM showed them): counters 0644 (times *_ns, peaks max_*), instant values 0444, x86's
  * mmu_rmaps_stat (empty with TDP), a histogram's file (its bucket 0: not
  * read), vcpu<N>/ with read-only state (not read). */
 #include "kvm_books.h"
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 struct seen {
-	char got[1024];		/* "name=value:i|c;" in readdir order */
+	char got[1024];		/* "name=value:<kind letter>;" in readdir order */
 	char bad[256];
 	int nstat, nbad;
 	bool skip_rmaps;
@@ -48,7 +48,7 @@ static void stat_cb(const struct kvm_book *b, void *arg)
 	char one[128];
 
 	snprintf(one, sizeof(one), "%s=%lld:%c;", b->name, (long long)b->value,
-		 b->instant ? 'i' : 'c');
+		 "ctipho"[b->kind]);
 	strncat(s->got, one, sizeof(s->got) - strlen(s->got) - 1);
 	s->nstat++;
 }
@@ -95,6 +95,8 @@ int main(void)
 	put(dir, "exits", "1002\n", 0644);
 	put(dir, "max_mmu_rmap_size", "0\n", 0644);
 	put(dir, "pages_4k", "3\n", 0444);
+	put(dir, "halt_wait_ns", "4000\n", 0644);
+	put(dir, "blocking", "1\n", 0444);
 	put(dir, "mmu_rmaps_stat", "", 0644);
 	put(dir, "junk", "12 34\n", 0644);
 	put(dir, "huge", "18446744073709551615\n", 0644);
@@ -108,10 +110,12 @@ int main(void)
 
 	memset(&s, 0, sizeof(s));
 	CHECK(kvm_books_read(rootfd, "139-4", &ops, &s) == 0);
-	CHECK(s.nstat == 4);
+	CHECK(s.nstat == 6);
 	CHECK(has(s.got, "exits=1002:c;"));
-	CHECK(has(s.got, "max_mmu_rmap_size=0:c;"));
+	CHECK(has(s.got, "max_mmu_rmap_size=0:p;"));
 	CHECK(has(s.got, "pages_4k=3:i;"));
+	CHECK(has(s.got, "halt_wait_ns=4000:t;"));
+	CHECK(has(s.got, "blocking=1:i;"));
 	CHECK(has(s.got, "huge=-1:c;"));	/* 2^64 - 1, printed signed */
 	CHECK(!has(s.got, "hist") && !has(s.got, "pid") && !has(s.got, "tsc"));
 	CHECK(s.nbad == 3);

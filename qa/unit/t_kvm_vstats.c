@@ -60,13 +60,39 @@ static void check_descs(const struct kvm_vstats *s)
 	CHECK(s->n == NDESC);
 	CHECK(s->data_offset == DATA_OFF);
 	CHECK(s->words == WORDS);
-	CHECK(strcmp(s->d[0].name, "exits") == 0 && s->d[0].kind == KVM_VSTAT_COUNTER);
-	CHECK(strcmp(s->d[1].name, "guest_mode") == 0 && s->d[1].kind == KVM_VSTAT_INSTANT);
-	CHECK(s->d[2].kind == KVM_VSTAT_INSTANT);	/* a peak: its value, not a rate */
+	CHECK(strcmp(s->d[0].name, "exits") == 0 && s->d[0].kind == KVM_STAT_COUNT);
+	CHECK(strcmp(s->d[1].name, "guest_mode") == 0 && s->d[1].kind == KVM_STAT_INSTANT);
+	CHECK(s->d[2].kind == KVM_STAT_PEAK);	/* a peak: its value, not a rate */
 	CHECK(strcmp(s->d[3].name, "halt_poll_success_hist") == 0);
-	CHECK(s->d[3].kind == KVM_VSTAT_LOG_HIST && s->d[3].size == 32 && s->d[3].offset == 24);
+	CHECK(s->d[3].kind == KVM_STAT_LOG_HIST && s->d[3].size == 32 && s->d[3].offset == 24);
 	CHECK(s->d[3].exponent == -9);
-	CHECK(s->d[4].kind == KVM_VSTAT_OTHER);
+	CHECK(s->d[4].kind == KVM_STAT_OTHER);
+}
+
+/* Each type x unit KVM declares in its kind; times in ns exactly from
+ * KVM's exponent; units the agent has no metric for not served. */
+static void check_kinds(void)
+{
+	const uint32_t secs = KVM_STATS_UNIT_SECONDS | KVM_STATS_BASE_POW10;
+	struct kvm_vstat_desc d = { .kind = KVM_STAT_TIME, .exponent = -9 };
+
+	CHECK(kvm_vstat_kind(KVM_STATS_TYPE_CUMULATIVE | secs, -9) == KVM_STAT_TIME);
+	CHECK(kvm_vstat_kind(KVM_STATS_TYPE_CUMULATIVE | KVM_STATS_UNIT_SECONDS | KVM_STATS_BASE_POW2, -9) ==
+	      KVM_STAT_OTHER);
+	CHECK(kvm_vstat_kind(KVM_STATS_TYPE_CUMULATIVE | secs, -19) == KVM_STAT_OTHER);
+	CHECK(kvm_vstat_kind(KVM_STATS_TYPE_CUMULATIVE | secs, 1) == KVM_STAT_OTHER);
+	CHECK(kvm_vstat_kind(KVM_STATS_TYPE_PEAK | KVM_STATS_UNIT_BOOLEAN, 0) == KVM_STAT_PEAK);
+	CHECK(kvm_vstat_kind(KVM_STATS_TYPE_INSTANT | KVM_STATS_UNIT_BYTES, 0) == KVM_STAT_OTHER);
+	CHECK(kvm_vstat_kind(KVM_STATS_TYPE_CUMULATIVE | KVM_STATS_UNIT_CYCLES, 0) == KVM_STAT_OTHER);
+	CHECK(kvm_vstat_value(&d, 123456789) == 123456789);
+	d.exponent = -6;	/* us */
+	CHECK(kvm_vstat_value(&d, 7) == 7000);
+	d.exponent = 0;		/* s */
+	CHECK(kvm_vstat_value(&d, 2) == 2000000000);
+	d.exponent = -12;	/* ps, truncated */
+	CHECK(kvm_vstat_value(&d, 2999) == 2);
+	d.kind = KVM_STAT_COUNT;
+	CHECK(kvm_vstat_value(&d, 2999) == 2999);
 }
 
 static void check_buckets(void)
@@ -132,6 +158,7 @@ int main(void)
 	check_buckets();
 	check_ids();
 	check_bad();
+	check_kinds();
 
 	fd = mkstemp(path);
 	CHECK(fd >= 0 && write(fd, file, LEN) == (ssize_t)LEN);
