@@ -37,6 +37,28 @@ pmdaMetric virt_metrictab[VIRT_NMETRICS] = {
 #include "all.def"
 };
 
+/* Never called: two metrics with one PMID, or two instance domains with one
+ * serial, are duplicate case values here, a compile error. */
+int virt_ids_distinct(unsigned int pmid, unsigned int serial);
+int virt_ids_distinct(unsigned int pmid, unsigned int serial)
+{
+	switch (pmid) {
+#define VIRT_METRIC(fam, id, name, item, type, indom, sem, units) \
+	case PMDA_PMID(VIRT_CLUSTER_##fam, item):
+#include "all.def"
+		return 1;
+	default:
+		break;
+	}
+	switch (serial) {
+#define VIRT_INDOM(fam, id, serial, text) case serial:
+#include "all.def"
+		return 2;
+	default:
+		return 0;
+	}
+}
+
 static pmdaInstid module_insts[VIRT_NFAMILIES - 1];
 
 pmdaIndom virt_indomtab[VIRT_NINDOMS] = {
