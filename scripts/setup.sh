@@ -5,8 +5,8 @@
 set -eu
 . "$(dirname "$0")/setup-lib.sh"
 
-# build: the agent, its modules and BPF objects (vmlinux.h from the running
-# kernel's BTF); install and run: pcp (pmcd, newhelp, pmdaproc.sh, pmrep);
+# build: the agent, its modules and BPF objects (vmlinux.h is in the tree:
+# bpf/vmlinux/); install and run: pcp (pmcd, newhelp, pmdaproc.sh, pmrep);
 # passwd: trixie's pcp postinst calls groupadd without depending on it
 PKGS="pcp python3-pcp libpcp3-dev libpcp-pmda3-dev passwd
  libbpf-dev bpftool clang libelf-dev zlib1g-dev make gcc binutils

@@ -1,15 +1,18 @@
 #!/bin/sh
 # scripts/try-root.sh [--setup-test|--deb] bookworm|trixie -- a user's first
 # steps on a fresh Debian 12 or 13: in a root made by mmdebstrap (cached as
-# $PMDAVIRT_ROOTS/<suite>.tar, default /var/cache/pmdavirt/roots), run
-# README's `make setup`, then make, make install, the agent's Install and
-# pminfo, and check that no kernel went into /boot. --setup-test: a
+# $PMDAVIRT_ROOTS/<suite>.tar, default /var/cache/pmdavirt/roots; no make
+# in it), run README's first command, scripts/quickstart.sh (setup, build
+# of the agent alone, make install, ./Install, the modules' status), twice
+# (idempotent), and check that the agent is registered and answers, that no
+# QA program was built and no kernel went into /boot. --setup-test: a
 # developer's instead: scripts/setup-test.sh, then no libvirtd running, the
-# test kernels cached, none in /boot. --deb: the Debian package's: make
-# setup, build-essential, debhelper and lintian, make deb, make lintian
-# (no errors), apt install of the .deb, its Install and pminfo, apt
-# remove. Prints every step; exits non-zero when one fails. Needs root,
-# mmdebstrap, socat, unshare.
+# test kernels cached, none in /boot. --deb: the Debian package's:
+# scripts/setup.sh, build-essential, debhelper and lintian, make deb with
+# /sys/kernel/btf hidden (a build chroot without the kernel's BTF), the
+# package's contents, make lintian (no errors), apt install of the .deb,
+# its Install and pminfo, apt remove. Prints every step; exits non-zero
+# when one fails. Needs root, mmdebstrap, socat, unshare.
 #
 # The root runs in network, mount and PID namespaces of its own, so its
 # pmcd neither meets this machine's (port 44321) nor is seen by pgrep.
@@ -48,27 +51,24 @@ set -x
 STEPS
 }
 
-# what a user does, inside the root
+# what a user does, inside the root: README's first command
 user_steps()
 {
 	cat <<'STEPS'
 set -ex
 cd /src/pmdavirt
-make setup
-make
-make install
-set +x
-pmdas=$(. /etc/pcp.conf; echo "$PCP_PMDAS_DIR")
-set -x
-cd "$pmdas/virt"
-STEPS
-	install_agent
-	cat <<'STEPS'
-pminfo -f pmcd.version virt.control.version virt.control.module.status
+if command -v make; then echo "try-root: FAIL: make before quickstart.sh"; exit 1; fi
+./scripts/quickstart.sh
+echo "try-root: quickstart.sh again (idempotent)"
+./scripts/quickstart.sh > /tmp/again.out
+grep -c 'inst \[' /tmp/again.out
+pminfo -f pmcd.version virt.control.version
 set +x
 echo "try-root: $(. /etc/os-release; echo "$PRETTY_NAME"), kernel $(uname -r)"
 echo "try-root: $(gcc --version | head -1); $(clang --version | head -1)"
 echo "try-root: $(dpkg-query -W -f='${Package} ${Version}  ' pcp libbpf1 bpftool)"
+echo "try-root: QA programs built: $(ls build/qa 2>/dev/null | wc -l)"
+grep -q '^virt[[:space:]]' /etc/pcp/pmcd/pmcd.conf || { echo "try-root: FAIL: virt not in pmcd.conf"; exit 1; }
 pminfo -f virt.control.module.status | grep -q value || {
 	tail -20 "$(. /etc/pcp.conf; echo "$PCP_LOG_DIR")/pmcd/virt.log"; echo "try-root: FAIL: no module status"; exit 1; }
 STEPS
@@ -82,12 +82,25 @@ deb_steps()
 set -ex
 cd /src/pmdavirt
 pmcd_up() { pminfo -v pmcd.version > /dev/null 2>&1 && echo "try-root: pmcd answers ($1)" || echo "try-root: pmcd does not answer ($1)"; }
-make setup
-pmcd_up "after make setup"
-DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends build-essential debhelper lintian
+./scripts/setup.sh
+pmcd_up "after scripts/setup.sh"
+# mount: to hide /sys/kernel/btf (not essential: mmdebstrap's apt variant lacks it)
+DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends build-essential debhelper lintian mount
 pmcd_up "after build-essential debhelper lintian"
+# a build chroot without the kernel's BTF (a buildd's): the build must not need it
+mount -t tmpfs nobtf /sys/kernel/btf
+if [ -e /sys/kernel/btf/vmlinux ]; then echo "try-root: FAIL: /sys/kernel/btf/vmlinux still there"; exit 1; fi
+echo "try-root: make deb without /sys/kernel/btf/vmlinux"
 make deb
+umount /sys/kernel/btf
 pmcd_up "after make deb"
+dpkg-deb -c build/pcp-pmda-virt_*.deb | awk '{print $6}' | sed 's|^\./|/|' | LC_ALL=C sort > /tmp/contents
+echo "try-root: package files: $(wc -l < /tmp/contents)"
+for f in /usr/lib/pcp/pmdas/virt/pmdavirt /usr/lib/pcp/pmdas/virt/help.dir /usr/lib/pcp/pmdas/virt/help.pag \
+	/var/lib/pcp/pmdas/virt/help.dir /usr/share/doc/pcp-pmda-virt/copyright /usr/share/man/man1/pmdavirt.1.gz; do
+	grep -qx "$f" /tmp/contents || { echo "try-root: FAIL: $f not in the package"; exit 1; }
+done
+! grep -x '/usr/lib/pcp/pmdas/virt/help' /tmp/contents || { echo "try-root: FAIL: help text shipped"; exit 1; }
 make lintian > /tmp/lintian.out 2>&1 || { cat /tmp/lintian.out; exit 1; }
 pmcd_up "after make lintian"
 cat /tmp/lintian.out
@@ -159,7 +172,7 @@ tarball()
 	if [ ! -f "$t" ]; then
 		mkdir -p "$roots"
 		echo "$prog: making $t" >&2
-		mmdebstrap --variant=apt --format=tar --include=make "$1" "$roots/$1.tmp.tar" >&2
+		mmdebstrap --variant=apt --format=tar "$1" "$roots/$1.tmp.tar" >&2
 		mv "$roots/$1.tmp.tar" "$t"
 	fi
 	echo "$t"

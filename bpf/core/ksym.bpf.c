@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 /* Not a family: the agent runs this BPF_PROG_TYPE_SYSCALL program through
  * BPF_PROG_TEST_RUN to look kernel symbols up by name, instead of reading
  * all of /proc/kallsyms (pmda/core/ksyms.c). */
