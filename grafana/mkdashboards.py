@@ -42,6 +42,7 @@ DASHBOARD_DIR = "/var/lib/pcp/pmdas/virt/grafana"
 # each '-' of its instance's name: VM web-01's buckets are "web_01::lo-hi").
 # Each selector is a dashboard variable of prefixes, starting at the first
 # (not "All": a heatmap per prefix at once); a heatmap repeats over it.
+# (On Valkey a selector is a text box: VALKEY_HEATMAP_NOTE.)
 #   name: (label, metric whose values are the prefixes)
 SELECTORS = {
     "reason": ("exit reason", "virt.kvm.exit.reason"),
@@ -241,7 +242,7 @@ def valkey_transformations(item):
     """A Valkey panel's transformations: its rows kept (the time field and
     each target's rows) and, in a heatmap, each bucket named by its upper
     bound, as grafana-pcp's heatmap format names it."""
-    title, ptype, exprs, unit = item[:4]
+    ptype, exprs = item[1:3]
     selector = item[4] if len(item) > 4 else None
     infix = item[5] if len(item) > 5 else ""
     pats = [valkey_row_pattern(e, selector, infix) for e in exprs]
