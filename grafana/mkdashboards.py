@@ -14,6 +14,7 @@ expression names a metric of ours and every histogram has a heatmap, and
 that the provisioning finds what `make install` installs."""
 import json
 import os
+import re
 import sys
 
 DATASOURCES = {
@@ -41,6 +42,7 @@ DASHBOARD_DIR = "/var/lib/pcp/pmdas/virt/grafana"
 # each '-' of its instance's name: VM web-01's buckets are "web_01::lo-hi").
 # Each selector is a dashboard variable of prefixes, starting at the first
 # (not "All": a heatmap per prefix at once); a heatmap repeats over it.
+# (On Valkey a selector is a text box: VALKEY_HEATMAP_NOTE.)
 #   name: (label, metric whose values are the prefixes)
 SELECTORS = {
     "reason": ("exit reason", "virt.kvm.exit.reason"),
@@ -71,13 +73,24 @@ VM_FILTER = {"virt.kvm.vm.run_delay_by": "/", "virt.kvm.vm.kvm_stat.count": "/ex
 # instance name ("instance.name =~", a POSIX ERE in a string): it selects a
 # metric's series of the host when one of its instances matches, and
 # /series/values then returns every instance of that series (PCP 6.0.3,
-# qa/404), so on Valkey the filter keeps a host's panel when the VM is
-# there, not the VM's rows alone. PCP 6.0.3's pmseries also loads no
-# instance labels (PCP issue 2418): the list is empty there, a VM's name is
-# typed in (allowCustomValue) or "All". Its heatmaps take no VM filter:
-# the filter selects the host's series, which has every VM's buckets, and
-# a VM's buckets are not named by its exact name (web_01:: for web-01).
+# qa/404). So the panel keeps the VM's rows by a Grafana transformation
+# (filterFieldsByName) on the names grafana-pcp gives them,
+# "<metric>[<instance>]", the picked VMs in the pattern (Grafana 11
+# interpolates variables in a transformation's options). PCP 6.0.3's
+# pmseries also loads no instance labels (PCP issue 2418): the list is
+# empty there, a VM's name is typed in (allowCustomValue) or "All".
 VALKEY_VM = ("vm", "VM", "label_values(vm_name)")
+# Valkey heatmaps: the query returns every prefix's buckets, and
+# grafana-pcp's heatmap format names each by its bound alone, so a panel
+# asks in its time series format ("<metric>[<prefix>::lo-hi]"), keeps one
+# prefix's buckets (filterFieldsByName, the heatmap's selector in the
+# pattern) and names them by their bound (renameByRegex). pmseries lists
+# no instance names as a variable's options (label_values() lists labels,
+# and instances have none on PCP 6.0.3), so a selector is a text box: the
+# prefix typed, one heatmap.
+VALKEY_HEATMAP_NOTE = ("One %s's buckets: type its bucket prefix in the %s box at the top "
+                       "(pminfo -f %s lists them; a VM's name with '_' for '-'). pmseries "
+                       "returns every prefix's buckets; the panel keeps the typed one's.")
 
 ROWS = [
     ("agent: why a family shows nothing", [
@@ -205,6 +218,45 @@ def expression(kind, metric, selector, infix=""):
     return '%s{hostname == "$host"}' % metric
 
 
+def js_escape(text):
+    """text as a literal in a JavaScript regex"""
+    return re.sub(r'([\\^$*+?.()|\[\]{}/])', r'\\\1', text)
+
+
+def valkey_row_pattern(metric, selector, infix=""):
+    """The filterFieldsByName pattern (a JavaScript regex, "/.../") of one
+    target's rows on Valkey, which grafana-pcp names "<metric>[<instance>]"
+    (Grafana may append the instance's labels): the rows of the picked VMs
+    or, in a heatmap, of the typed prefix; None: every row."""
+    if selector:
+        inst = "(?:${%s:regex})%s::" % (selector, infix.replace("/", "\\/"))
+    else:
+        tail = vm_tail(metric, selector)
+        if not tail:
+            return None
+        inst = "(?:${%s:regex})%s" % (VALKEY_VM[0], tail.replace("/", "\\/").replace("$", "\\]"))
+    return "^%s\\[%s" % (js_escape(metric), inst)
+
+
+def valkey_transformations(item):
+    """A Valkey panel's transformations: its rows kept (the time field and
+    each target's rows) and, in a heatmap, each bucket named by its upper
+    bound, as grafana-pcp's heatmap format names it."""
+    ptype, exprs = item[1:3]
+    selector = item[4] if len(item) > 4 else None
+    infix = item[5] if len(item) > 5 else ""
+    pats = [valkey_row_pattern(e, selector, infix) for e in exprs]
+    if not any(pats):
+        return []
+    out = [{"id": "filterFieldsByName",
+            "options": {"include": {"pattern": "/^time$|%s/" % "|".join(
+                p or "^%s\\[" % js_escape(e) for p, e in zip(pats, exprs))}}}]
+    if ptype == "heatmap":
+        out.append({"id": "renameByRegex",
+                    "options": {"regex": "/^.*::[0-9]+-([0-9]+)\\].*$/", "renamePattern": "$1"}})
+    return out
+
+
 def panel(kind, pid, item, x, y, w, h):
     title, ptype, exprs, unit = item[:4]
     selector = item[4] if len(item) > 4 else None
@@ -218,7 +270,7 @@ def panel(kind, pid, item, x, y, w, h):
     }
     for i, e in enumerate(exprs):
         # Valkey has no table format: tables take its time series' last values
-        fmt = {"heatmap": "heatmap",
+        fmt = {"heatmap": "heatmap" if kind == "vector" else "time_series",
                "table": "metrics_table" if kind == "vector" else "time_series"}.get(ptype, "time_series")
         p["targets"].append({"refId": chr(ord("A") + i), "expr": expression(kind, e, selector, infix),
                              "format": fmt})
@@ -227,11 +279,9 @@ def panel(kind, pid, item, x, y, w, h):
             p.update({"title": "%s: $%s" % (title, selector), "repeat": selector,
                       "repeatDirection": "h", "maxPerRow": 2})
         else:
-            # no selector: a pmseries query returns every instance of the
-            # host's series, so the buckets of every prefix come together
-            # (rows of equal bounds side by side, not added up)
-            p["title"] = "%s: every %s of the host, buckets side by side" % (
-                title, "VM" if selector == "vmbuckets" else SELECTORS[selector][0])
+            label, metric = SELECTORS[selector]
+            p.update({"title": "%s: $%s" % (title, selector),
+                      "description": VALKEY_HEATMAP_NOTE % (label, label, metric)})
         p.update({
             "type": "heatmap",
             "dataFormat": "tsbuckets",
@@ -259,6 +309,8 @@ def panel(kind, pid, item, x, y, w, h):
             p["options"] = {"legend": {"displayMode": "table", "placement": "right",
                                        "calcs": ["mean", "max"], "sortBy": "Mean", "sortDesc": True},
                             "tooltip": {"mode": "multi", "sort": "desc"}}
+    if kind == "valkey" and valkey_transformations(item):
+        p["transformations"] = valkey_transformations(item) + p.get("transformations", [])
     return p
 
 
@@ -280,6 +332,10 @@ def variables(kind):
                     "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
                     "options": [], "refresh": 2, "multi": True, "includeAll": True,
                     "allValue": ".*", "allowCustomValue": True, "regex": "", "sort": 1})
+        for name, (label, metric) in SELECTORS.items():
+            # a prefix typed (VALKEY_HEATMAP_NOTE): empty, no heatmap
+            out.append({"name": name, "type": "textbox", "query": "", "label": label, "hide": 0,
+                        "current": {"text": "", "value": ""}, "options": []})
     if kind == "vector":
         # Grafana starts a variable with no current value at its first
         # option, which "All" would be: no "All", so the picker starts at
