@@ -156,14 +156,10 @@ struct {
 	__type(value, struct kvm_vm_stats);
 } vcpus_gone SEC(".maps");
 
-/* Per CPU (the agent sizes it to the possible CPUs): who runs and who
- * waits there (kvm.h). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct kvm_cpu_wait);
-} waitq SEC(".maps");
+/* Per CPU: who runs and who waits there (kvm.h). Global data, not an
+ * array map: a context switch's one check is then a bounds test and a load,
+ * with no key stored to the stack nor a lookup inlined. */
+struct kvm_cpu_wait waitq[KVM_CPUS_MAX];
 
 /* Threads of vCPUs (set by index_thread(), cleared when unindexed, here
  * or by the agent) and VMM processes (set at adopt(), cleared by the agent
@@ -494,9 +490,14 @@ static __always_inline struct kvm_vcpu_slot *thread_vcpu(void)
 
 #define VIRT_TASK_RUNNING 0
 
+/* The barrier keeps clang from forming the address before the bounds test
+ * (the verifier then sees an unbounded offset). */
 static __always_inline struct kvm_cpu_wait *cpu_wait(__u32 cpu)
 {
-	return bpf_map_lookup_elem(&waitq, &cpu);
+	if (cpu >= KVM_CPUS_MAX)
+		return NULL;
+	barrier_var(cpu);
+	return &waitq[cpu];
 }
 
 /* The vCPU of slot idx runs on this CPU (adopt(): its thread is current
@@ -513,14 +514,37 @@ static __always_inline void vcpu_runs_here(__u32 idx)
 static __always_inline void waiter_drop(struct kvm_cpu_wait *w, __u32 i, __u32 v)
 {
 	if (__sync_val_compare_and_swap(&w->waiter[i], v, 0) == v)
-		__sync_fetch_and_add(&w->nwait, -1);
+		__sync_fetch_and_add(&w->waiting, -1);
+}
+
+/* Slot s is queued on cpu but not in its list (a full list, or a wait the
+ * kernel does not count): every switch there is looked at until s runs,
+ * moves on or is destroyed (unlisted_clear()), so it is found when it runs
+ * and its next wait is seen. Once per slot. */
+static __always_inline void unlisted_mark(struct kvm_vcpu_slot *s, struct kvm_cpu_wait *w, __u32 cpu)
+{
+	if (!__sync_val_compare_and_swap(&s->unlisted_cpu, 0, cpu + 1))
+		__sync_fetch_and_add(&w->waiting, KVM_WAIT_UNLISTED);
+}
+
+/* Slot s is no longer queued unlisted; a compare-and-swap, since a vCPU is
+ * destroyed from another CPU. */
+static __always_inline void unlisted_clear(struct kvm_vcpu_slot *s)
+{
+	__u32 c = s->unlisted_cpu;
+	struct kvm_cpu_wait *w;
+
+	if (!c || __sync_val_compare_and_swap(&s->unlisted_cpu, c, 0) != c)
+		return;
+	if ((w = cpu_wait(c - 1)))
+		__sync_fetch_and_add(&w->waiting, -KVM_WAIT_UNLISTED);
 }
 
 /* Slot idx, whose thread is t, waits on cpu's run queue, charged from
  * rq clock acct there (0: from when t is queued there). The slot says
  * where before the entry is published: a switch on cpu drops an entry
  * whose slot names another CPU. A full list counts a drop (the wait is
- * not seen). */
+ * not seen) and marks it lost there, so the vCPU is found when it runs. */
 static __always_inline void wait_list(struct kvm_vcpu_slot *s, __u32 idx, __u32 cpu,
 				      struct task_struct *t, __u64 acct)
 {
@@ -534,11 +558,12 @@ static __always_inline void wait_list(struct kvm_vcpu_slot *s, __u32 idx, __u32 
 	s->wait_cpu = cpu + 1;
 	for (__u32 i = 0; i < KVM_WAITERS; i++) {
 		if (!w->waiter[i] && !__sync_val_compare_and_swap(&w->waiter[i], 0, idx + 1)) {
-			__sync_fetch_and_add(&w->nwait, 1);
+			__sync_fetch_and_add(&w->waiting, 1);
 			return;
 		}
 	}
 	s->wait_cpu = 0;
+	unlisted_mark(s, w, cpu);
 	VIRT_DROP(drops, KVM_DROP_WAITQ);
 }
 
@@ -675,14 +700,18 @@ static __always_inline int on_switch(struct kvm_cpu_wait *w, __u32 cpu,
 
 			s->wait_cpu = 0;
 			waiter_drop(w, i, v);
+			unlisted_clear(s);
 			if (b < VIRT_HIST_BUCKETS)
 				s->vm.wait_hist[b]++;
 			w->cur = v;
 		}
 	}
-	/* a vCPU thread whose wait was not listed (a full list) */
-	if (!w->cur && id_marked(vcpu_tids, next_pid) && tid_vcpu(next_pid, &idx))
+	/* a vCPU thread queued here unlisted */
+	if (!w->cur && (w->waiting >= KVM_WAIT_UNLISTED) && id_marked(vcpu_tids, next_pid) &&
+	    (s = tid_vcpu(next_pid, &idx))) {
+		unlisted_clear(s);
 		w->cur = idx + 1;
+	}
 	if (cur) {
 		idx = cur - 1;
 		s = bpf_map_lookup_elem(&vcpus, &idx);
@@ -738,8 +767,10 @@ static __always_inline struct kvm_vcpu_slot *adopt(struct kvm_vcpu_slot *s, __u3
 		if (!s)
 			return NULL;
 	}
-	if (s->tid != (__u32)id)	/* a wait of its old thread is not the vCPU's */
+	if (s->tid != (__u32)id) {	/* a wait of its old thread is not the vCPU's */
 		wait_unlist(s, idx);
+		unlisted_clear(s);
+	}
 	s->tid = (__u32)id;
 	s->tgid = tgid;
 	if (index_thread((__u32)id, idx)) {
@@ -1047,6 +1078,7 @@ static __always_inline int on_vcpu_destroy(__u64 ident)
 	if (s->tid)
 		unindex_thread(s->tid, idx);
 	wait_unlist(s, idx);
+	unlisted_clear(s);
 	__builtin_memset((char *)s + sizeof(s->ident), 0, sizeof(*s) - sizeof(s->ident));
 	asm volatile("" ::: "memory");
 	s->ident = 0;
@@ -1168,8 +1200,9 @@ int BPF_PROG(virt_kvm_tp_btf_halt, __u64 ns, bool waited)
 
 /* The scheduler's hooks (sched): they fire on every context switch,
  * wake-up and migration of the host. A task that is no vCPU costs one
- * check each: a switch, the CPU's waitq word (no tracked vCPU runs or
- * waits there); a wake-up or migration, the task's bit in vcpu_tids. */
+ * check each: a switch, the CPU's waitq word (no tracked vCPU runs, waits
+ * or is queued unlisted there); a wake-up or migration, the task's bit in
+ * vcpu_tids. */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(virt_kvm_tp_btf_sched_switch, bool preempt, struct task_struct *prev,
 	     struct task_struct *next)
@@ -1177,7 +1210,7 @@ int BPF_PROG(virt_kvm_tp_btf_sched_switch, bool preempt, struct task_struct *pre
 	__u32 cpu = task_cpu(prev);
 	struct kvm_cpu_wait *w = cpu_wait(cpu);
 
-	if (!w || (!w->any && !id_marked(vcpu_tids, next->pid)))
+	if (!w || !w->any)
 		return 0;
 	return on_switch(w, cpu, prev, next);
 }
@@ -1188,6 +1221,7 @@ int BPF_PROG(virt_kvm_tp_btf_sched_switch, bool preempt, struct task_struct *pre
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(virt_kvm_tp_btf_sched_wakeup, struct task_struct *p)
 {
+	struct kvm_cpu_wait *w;
 	struct kvm_vcpu_slot *s;
 	__u32 pid = p->pid, idx;
 	__u64 queued;
@@ -1195,9 +1229,12 @@ int BPF_PROG(virt_kvm_tp_btf_sched_wakeup, struct task_struct *p)
 	if (!id_marked(vcpu_tids, pid))
 		return 0;
 	s = tid_vcpu(pid, &idx);
-	if (!s || s->wait_cpu || p->on_cpu || !(queued = task_last_queued(p)))
+	if (!s || s->wait_cpu || p->on_cpu)
 		return 0;
-	wait_begin(s, idx, task_cpu(p), p, queued);
+	if ((queued = task_last_queued(p)))
+		wait_begin(s, idx, task_cpu(p), p, queued);
+	else if ((w = cpu_wait(task_cpu(p))))
+		unlisted_mark(s, w, task_cpu(p));
 	return 0;
 }
 
@@ -1206,15 +1243,21 @@ int BPF_PROG(virt_kvm_tp_btf_sched_wakeup, struct task_struct *p)
 SEC("tp_btf/sched_migrate_task")
 int BPF_PROG(virt_kvm_tp_btf_sched_migrate, struct task_struct *p, int dest_cpu)
 {
+	struct kvm_cpu_wait *w;
 	struct kvm_vcpu_slot *s;
 	__u32 pid = p->pid, idx;
 
 	if (!id_marked(vcpu_tids, pid))
 		return 0;
 	s = tid_vcpu(pid, &idx);
-	if (!s || !s->wait_cpu)
+	if (!s)
 		return 0;
-	wait_migrate(s, idx, p, (__u32)dest_cpu);
+	if (s->wait_cpu)
+		wait_migrate(s, idx, p, (__u32)dest_cpu);
+	else if (s->unlisted_cpu && (w = cpu_wait((__u32)dest_cpu))) {
+		unlisted_clear(s);
+		unlisted_mark(s, w, (__u32)dest_cpu);
+	}
 	return 0;
 }
 

@@ -98,7 +98,9 @@ struct kvm_vcpu_slot {
 	__u32 isa;		/* KVM_ISA_*, written once at claim */
 	__u32 ureason;
 	__u32 vcpu_id;		/* KVM's vcpu_id, written once at claim */
+	__u32 sub_kind;		/* subreasons: KVM_SUB_* << 16 | direction (sub_of) */
 	__u32 wait_cpu;		/* the CPU whose run queue the vCPU waits on, + 1 (0: none) */
+	__u32 unlisted_cpu;	/* queued there, + 1, but not in its list (unlisted_mark()) */
 	/* A wait: charged to what held the CPU up to wait_acct, in wait_cpu's
 	 * rq clock (0: from when it was queued there, after a migration);
 	 * its thread's run_delay when it began and when it came to wait_cpu */
@@ -113,8 +115,6 @@ struct kvm_vcpu_slot {
 	 * leaf, address), marked with its exit_ts like hcall_of */
 	__u64 sub_of;
 	__u64 sub_code;
-	__u32 sub_kind;		/* KVM_SUB_* << 16 | direction */
-	__u32 sub_pad;
 	__u64 kvm_exits_seen;	/* KVM's vcpu->stat.exits at the last exit counted, + 1
 				 * (0: none yet; classic tracepoint: never read) */
 	struct kvm_vm_stats vm;	/* this vCPU's counts: per VM and per vCPU */
@@ -142,14 +142,21 @@ static inline __attribute__((always_inline)) __u64 kvm_exits_unseen_since(__u64 
 #define KVM_THREAD_TID(t)	((__u32)(t))
 #define KVM_THREAD_VCPU(t)	((__u32)((t) >> 32))
 
-/* The "waitq" array, one entry per CPU: the tracked vCPU running there and
- * the vCPUs waiting on its run queue (slot index + 1; 0: none). A context
- * switch on a CPU whose word any is 0 is not looked at further. */
+/* The "waitq" array, one entry per CPU (KVM_CPUS_MAX: Debian's amd64
+ * CONFIG_NR_CPUS; switches on CPUs beyond are not looked at): the tracked vCPU running there and
+ * the vCPUs waiting on its run queue (slot index + 1; 0: none). waiting
+ * counts the waiter[] entries in use and, in units of KVM_WAIT_UNLISTED, the
+ * vCPUs queued here but not in the list (a full list, or a wait the kernel
+ * does not count; each slot's unlisted_cpu): until such a vCPU runs or
+ * leaves, every switch here is looked at, so it is found when it runs. A
+ * context switch on a CPU whose word any is 0 is not looked at further. */
+#define KVM_CPUS_MAX		8192
 #define KVM_WAITERS		8
+#define KVM_WAIT_UNLISTED	(1u << 16)
 struct kvm_cpu_wait {
 	union {
 		struct {
-			__u32 nwait;	/* waiter[] entries in use */
+			__u32 waiting;	/* entries in use + KVM_WAIT_UNLISTED x unlisted */
 			__u32 cur;	/* the vCPU running here */
 		};
 		__u64 any;

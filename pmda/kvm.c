@@ -132,7 +132,6 @@ static int kvm_configure(struct virt_family *fam, struct virt_skel *obj, const c
 	struct kvm_state *st = fam->priv;
 	bool latency = fam->opts[OPT_LATENCY].b;
 	__u32 bits = virt_slots_bits(2 * fam->opts[OPT_MAX_VCPUS].u);
-	int ncpus;
 
 	(void)why, (void)len;
 	skel->rodata->latency = latency;
@@ -145,8 +144,8 @@ static int kvm_configure(struct virt_family *fam, struct virt_skel *obj, const c
 	}
 	st->sched_on = skel->rodata->sched;
 	st->poll_on = strcmp(method, "tracepoint") != 0;
-	if ((ncpus = libbpf_num_possible_cpus()) > 0)
-		bpf_map__set_max_entries(skel->maps.waitq, (__u32)ncpus);
+	if (st->sched_on && libbpf_num_possible_cpus() > KVM_CPUS_MAX)
+		virt_log(LOG_WARNING, "kvm: sched: CPUs from %d on are not looked at", KVM_CPUS_MAX);
 	bpf_map__set_max_entries(skel->maps.vcpus, 1U << bits);
 	bpf_map__set_max_entries(skel->maps.threads, 1U << bits);
 	bpf_map__set_max_entries(skel->maps.hcalls, (__u32)fam->opts[OPT_MAX_HCALLS].u);
