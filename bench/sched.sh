@@ -15,6 +15,10 @@
 # emptyload sched), the kvm family with sched = false and with sched = true,
 # bcc's runqlat (run-queue latency histogram: raw_tp sched_wakeup,
 # sched_wakeup_new, sched_switch). Without any is the pairs' baseline.
+# Configuration "paired" loads the floor and the kvm family (sched = true)
+# at once: each switch runs both programs back to back, so their ns/run
+# come from the same switches, and the ratio, run by run, moves far less
+# with the host's load than one between starts (its "paired" table).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 b=$top/build
@@ -48,11 +52,31 @@ start_cfg()
 	# the agent's own start-up work is no part of a switch's cost: settle
 	virt_nosched) start_agent kvm "sched = false" && sleep ${BENCH_SETTLE:-3} ;;
 	virt) start_agent kvm "sched = true" && sleep ${BENCH_SETTLE:-3} ;;
+	paired) start_empty sched && epid=$pid && start_agent kvm "sched = true" && sleep ${BENCH_SETTLE:-3} ;;
 	runqlat)
 		PYTHONUNBUFFERED=1 runqlat-bpfcc > $work/out 2>&1 & pid=$!
 		wait_for $work/out "Tracing run queue latency" 900 && sleep 1 ;;
 	*) return 1 ;;
 	esac
+}
+
+# lib.sh's, and paired's floor
+epid=""
+stop_cfg()
+{
+	pkill -P $pid 2>/dev/null; kill $pid $epid 2>/dev/null
+	wait $pid $epid 2>/dev/null
+	epid=""
+	sleep 0.3
+}
+
+# paired_ratios FILE HOOK: per run, the kvm family's program on HOOK over
+# the empty one's ns/run (the n-th run of each), "median min max"
+paired_ratios()
+{
+	awk -v h="$2" '$1 == "empty_sched_" h {e[++ne] = $2} $1 == "virt_kvm_tp_btf_sched_" h {v[++nv] = $2}
+		END {for (i = 1; i <= ne && i <= nv; i++) if (e[i] > 0) printf "%.2f\n", v[i] / e[i]}' "$1" |
+		sort -n | awk '{a[NR] = $1} END {if (NR) print a[int((NR + 1) / 2)], a[1], a[NR]}'
 }
 
 # prog_med FILE NAMEPATTERN FIELD: median of FIELD over FILE's lines whose
@@ -92,6 +116,13 @@ report()
 		printf '%-16s %8s %14s %8s %12s %7s %7s %8s %9s %8s %7s\n' $cfg $med "$lo..$hi" $prog "$plo..$phi" \
 			$(ratio $prog "$floor") $(ratio $prog "$rq") "$run" "$ssum" "${swrun:--}" $(ratio "${swrun:--}" "$fsw")
 	done < $work/summary
+	if [ -s $work/${px}paired.perprog ]; then
+		echo "paired (floor and kvm sched = true loaded together), kvm program / empty program, ns/run of the same runs, median (min..max) over $(grep -c '^empty_sched_switch ' $work/${px}paired.perprog) runs:"
+		for h in switch wakeup; do
+			set -- $(paired_ratios $work/${px}paired.perprog $h)
+			printf '  sched_%-8s %s (%s..%s)\n' $h "${1:--}" "${2:--}" "${3:--}"
+		done
+	fi
 	echo "per program, median ns/run, ns/switch, runs/switch over all starts' runs:"
 	for cfg in $(awk '{print $1}' $work/summary); do
 		for n in $(awk '{print $1}' $work/$cfg.perprog | sort -u); do
