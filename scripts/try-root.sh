@@ -11,8 +11,13 @@
 # scripts/setup.sh, build-essential, debhelper and lintian, make deb with
 # /sys/kernel/btf hidden (a build chroot without the kernel's BTF), the
 # package's contents, make lintian (no errors), apt install of the .deb,
-# its Install and pminfo, apt remove. Prints every step; exits non-zero
-# when one fails. Needs root, mmdebstrap, socat, unshare.
+# its Install and pminfo, apt remove. --test: --setup-test's steps, then
+# what the tests need of that root alone: make all, the host tests that
+# make check-trixie runs (its TRIXIE_TESTS, against the root's own pmcd)
+# and one test of the VM tier (qa 101: the test VM boots the kernel
+# setup-test cached in the root, over the root), each step timed. Prints
+# every step; exits non-zero when one fails. Needs root, mmdebstrap,
+# socat, unshare.
 #
 # The root runs in network, mount and PID namespaces of its own, so its
 # pmcd neither meets this machine's (port 44321) nor is seen by pgrep.
@@ -22,7 +27,7 @@
 # the real host.
 set -eu
 prog=try-root.sh
-usage() { echo "usage: $prog [--setup-test|--deb] bookworm|trixie" >&2; exit 2; }
+usage() { echo "usage: $prog [--setup-test|--test|--deb] bookworm|trixie" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 roots=${PMDAVIRT_ROOTS:-/var/cache/pmdavirt/roots}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -142,6 +147,48 @@ STEPS
 	no_boot_kernel
 }
 
+# the tests, inside the root after test_steps: the host tests of make
+# check-trixie, then one VM test; a copy of the tree has no .git (qa 006
+# lists the tree with git ls-files), so it is made one, as a clone is
+run_tests_steps()
+{
+	echo "host_tests='$(sed -n 's/^TRIXIE_TESTS *?= *//p' "$top/GNUmakefile")'"
+	cat <<'STEPS'
+set -ex
+cd /src/pmdavirt
+t() { echo "try-root: $1: $(( $(date +%s) - $2 )) s, rc $3"; }
+git init -q && git add -A && git -c user.name=try-root -c user.email=try-root@localhost commit -qm tree
+t0=$(date +%s)
+make -s -j2 all
+t make $t0 0
+set +e
+t0=$(date +%s)
+qa/check $host_tests
+rc=$?
+t "host tests $host_tests" $t0 $rc
+t0=$(date +%s)
+qa/check 101
+vrc=$?
+t "VM test 101" $t0 $vrc
+set -e
+[ $rc = 0 ] && [ $vrc = 0 ] || { echo "try-root: FAIL: tests"; exit 1; }
+echo "try-root: tests passed"
+STEPS
+}
+
+# --test: the test tier set up, then its tests
+all_test_steps()
+{
+	cat <<'STEPS'
+t_setup=$(date +%s)
+STEPS
+	test_steps
+	cat <<'STEPS'
+echo "try-root: setup-test.sh and its checks: $(( $(date +%s) - t_setup )) s"
+STEPS
+	run_tests_steps
+}
+
 no_boot_kernel()
 {
 	cat <<'STEPS'
@@ -161,8 +208,11 @@ inside()
 		socat TCP-LISTEN:80,bind=127.0.0.$n,reuseaddr,fork UNIX-CONNECT:"$work/relay.$h" &
 	done
 	root_mounts "$root"
+	# this machine's /proc: the pids BPF programs see (qa 006 reads them
+	# from VIRT_HOST_PROC/self, as in scripts/in-root.sh)
+	mkdir -p "$root/run/host-proc" && mount --bind /proc "$root/run/host-proc"
 	$steps > "$root/tmp/steps.sh"
-	root_exec "$root" /bin/sh /tmp/steps.sh
+	root_exec "$root" env VIRT_HOST_PROC=/run/host-proc /bin/sh /tmp/steps.sh
 }
 
 # the root's tarball, made once
@@ -183,7 +233,11 @@ if [ "$1" = --inside ]; then
 	exit
 fi
 steps=user_steps
-case "$1" in --setup-test) steps=test_steps; shift ;; --deb) steps=deb_steps; shift ;; esac
+case "$1" in
+--setup-test) steps=test_steps; shift ;;
+--test) steps=all_test_steps; shift ;;
+--deb) steps=deb_steps; shift ;;
+esac
 case "${1:-}" in bookworm|trixie) suite=$1 ;; *) usage ;; esac
 [ "$(id -u)" = 0 ] || { echo "$prog: must run as root" >&2; exit 1; }
 for c in mmdebstrap socat unshare; do

@@ -14,8 +14,9 @@
  *
  * Histogram instances are "<prefix>::<lo>-<hi>"; like grafana-pcp, the
  * bucket is read from what follows the first '-' (its upper bound), and
- * each prefix gets a heatmap of its own (one at a time, chosen in a list;
- * a VM web-01 is listed as web_01, its buckets' prefix). A fetch's time
+ * each prefix gets a heatmap of its own (one at a time, chosen in a list
+ * under the name the user gave: a VM web-01, whose buckets' prefix is
+ * web_01, is listed as web-01; prefix= takes either). A fetch's time
  * and the rates: virt-time.js.
  */
 'use strict';
@@ -33,21 +34,29 @@ for (const p of params.getAll('prefix')) {
     chosen[p.slice(0, colon)] = p.slice(colon + 1);
 }
 
+// [metric, title, the metric whose instances name its prefixes]: a
+// prefix made from a VM's name has '_' for each '-' (web-01's buckets are
+// "web_01::lo-hi"), so the list shows the name that metric's instance has
+// where its value is the prefix
+const VM_PREFIX = 'virt.kvm.vm.bucket_prefix';
+const QUEUE_PREFIX = 'virt.vhost.queue.bucket_prefix';
+const QEMU_PREFIX = 'virt.qemu.process.bucket_prefix';
 const HISTOGRAMS = [
   ['virt.kvm.exit.latency', 'KVM exit to entry (ns)'],
   ['virt.kvm.hypercall.latency', 'KVM hypercall (ns)'],
   ['virt.kvm.userspace.latency', 'VMM handling of exits (ns)'],
   ['virt.virtio.latency', 'virtio add to completion (ns)'],
-  ['virt.vhost.latency', 'vhost wakeup to handler (ns)'],
-  ['virt.vhost.batch.packets', 'vhost packets per run'],
-  ['virt.vhost.batch.bytes', 'vhost bytes per run'],
-  ['virt.qemu.net.rx.bytes', 'QEMU received packet size (bytes)'],
-  ['virt.qemu.net.tx.packets', 'QEMU packets per TX flush'],
-  ['virt.qemu.net.tx.bytes', 'QEMU bytes per TX flush'],
-  ['virt.qemu.net.tx.sizes', 'QEMU sent packet size (bytes)'],
-  ['virt.kvm.vm.run_delay_hist', 'VM vCPU wait for a host CPU (ns)'],
-  ['virt.kvm.vm.halt_hist', 'VM halt duration (ns)'],
+  ['virt.vhost.latency', 'vhost wakeup to handler (ns)', QUEUE_PREFIX],
+  ['virt.vhost.batch.packets', 'vhost packets per run', QUEUE_PREFIX],
+  ['virt.vhost.batch.bytes', 'vhost bytes per run', QUEUE_PREFIX],
+  ['virt.qemu.net.rx.bytes', 'QEMU received packet size (bytes)', QEMU_PREFIX],
+  ['virt.qemu.net.tx.packets', 'QEMU packets per TX flush', QEMU_PREFIX],
+  ['virt.qemu.net.tx.bytes', 'QEMU bytes per TX flush', QEMU_PREFIX],
+  ['virt.qemu.net.tx.sizes', 'QEMU sent packet size (bytes)', QEMU_PREFIX],
+  ['virt.kvm.vm.run_delay_hist', 'VM vCPU wait for a host CPU (ns)', VM_PREFIX],
+  ['virt.kvm.vm.halt_hist', 'VM halt duration (ns)', VM_PREFIX],
 ];
+const PREFIX_METRIC = Object.fromEntries(HISTOGRAMS.filter(h => h[2]).map(h => [h[0], h[2]]));
 
 // first, so that an empty page says why
 const MODULES = ['modules', [
@@ -110,10 +119,11 @@ const TABLES = [
   ]],
 ];
 
-const METRICS = [...new Set(HISTOGRAMS.map(h => h[0]).concat(
+const METRICS = [...new Set(HISTOGRAMS.map(h => h[0]).concat(Object.values(PREFIX_METRIC),
   ...[MODULES, SLOW, EXITS].concat(TABLES).map(t => t[1].map(c => c[0]))))];
 
 let context = null;
+let latest = {};         // the last sample's values (the prefixes' names)
 const names = {};        // metric -> {instance id -> name}
 let prev = null;         // metric -> {name -> value}, at prevTime
 let prevTime = null;     // of fetchTime()
@@ -201,8 +211,9 @@ function eventsOf(cols) {
 // The prefix to draw: the user's pick while it has data, else the busiest
 function prefixToDraw(metric) {
   const byPrefix = columns[metric] || {};
-  if (chosen[metric] in byPrefix)
-    return chosen[metric];
+  const pick = prefixOfName(metric, chosen[metric]);
+  if (pick in byPrefix)
+    return pick;
   let best = null, most = -1;
   for (const [prefix, cols] of Object.entries(byPrefix)) {
     const n = eventsOf(cols);
@@ -210,6 +221,20 @@ function prefixToDraw(metric) {
       [best, most] = [prefix, n];
   }
   return best;
+}
+
+// The name a prefix of metric's buckets stands for (web_01: the VM web-01)
+function nameOfPrefix(metric, prefix) {
+  for (const [name, p] of Object.entries(latest[PREFIX_METRIC[metric]] || {}))
+    if (p === prefix)
+      return name;
+  return prefix;
+}
+
+// The prefix of metric's buckets that a name (or a prefix) picks
+function prefixOfName(metric, name) {
+  const p = (latest[PREFIX_METRIC[metric]] || {})[name];
+  return p === undefined ? name : p;
 }
 
 function heatmapElement(metric, title) {
@@ -264,6 +289,7 @@ function drawHeatmap(metric, title) {
   }
   canvas.dataset.cells = cells;
   canvas.dataset.prefix = prefix === null ? '' : prefix;
+  canvas.dataset.name = prefix === null ? '' : nameOfPrefix(metric, prefix);
   if (SNAPSHOT)
     canvas.dataset.png = canvas.toDataURL('image/png');
   box.querySelector('.axis').textContent = rows.length
@@ -279,7 +305,7 @@ function fillSelect(select, metric, prefix) {
   for (const [p, n] of order) {
     const o = document.createElement('option');
     o.value = p;
-    o.textContent = `${p} (${Math.round(n * INTERVAL)} events)`;
+    o.textContent = `${nameOfPrefix(metric, p)} (${Math.round(n * INTERVAL)} events)`;
     if (p === prefix)
       o.setAttribute('selected', '');
     select.appendChild(o);
@@ -373,6 +399,7 @@ async function poll() {
     if (!s.time)
       throw new Error('pmproxy sent a fetch without a timestamp');
     const dt = prev ? Math.max(1e-3, elapsed(prevTime, s.time)) : 0;
+    latest = s.values;
     drawTable(MODULES[0], MODULES[1], s.values, prev, dt, 'modules');
     drawTable(SLOW[0], SLOW[1], s.values, prev, dt, 'slow');
     drawTable(EXITS[0], EXITS[1], s.values, prev, dt, 'exits');

@@ -2,15 +2,17 @@
 indom) with metrics of known rates, that also serves web/ (one origin).
 Each fetch is one second later than the one before, so a page's rates
 are exact whatever the poll interval:
-  run_delay        web 2e8 ns/s (20.0% of a CPU), web.01 5e7 (5.0%)
+  run_delay        web 2e8 ns/s (20.0% of a CPU), web-01 5e7 (5.0%)
   run_delay_by     web: same_vm 2e7, other_vm 1.5e8, host 3e7 (other_vm
-                   15.0%); web.01: vhost 5e7 (5.0%)
-  halts            web 50/s, web.01 7/s
-  run_delay_hist, halt_hist: web's buckets 100/s and 10/s, web.01's 3/s
+                   15.0%); web-01: vhost 5e7 (5.0%)
+  halts            web 50/s, web-01 7/s
+  run_delay_hist, halt_hist: web's buckets 100/s and 10/s, web-01's 3/s
+                   (its buckets' prefix web_01, as the agent names them)
+  bucket_prefix    web "web", web-01 "web_01" (the agent's)
   module status    kvm "active"
-  exits            web 1000/s, web.01 20/s; exits_unseen web 0, web.01 12
+  exits            web 1000/s, web-01 20/s; exits_unseen web 0, web-01 12
   pio.count        web: 0x70/out 300/s, 0x80/out 40/s, 0x3f8/out 10/s,
-                   0x60/in 5/s (4 ports: the page shows 3); web.01:
+                   0x60/in 5/s (4 ports: the page shows 3); web-01:
                    0xcf8/out 2/s
   msr.count        web: 0x10/rd 30/s (cpuid and mmio left out)
 Other metrics the page asks for are left out of the answer, as pmproxy
@@ -22,19 +24,20 @@ import sys
 import urllib.parse
 
 RATES = {
-    "virt.kvm.vm.run_delay": {"web": 2e8, "web.01": 5e7},
+    "virt.kvm.vm.run_delay": {"web": 2e8, "web-01": 5e7},
     "virt.kvm.vm.run_delay_by": {"web/same_vm": 2e7, "web/other_vm": 1.5e8, "web/host": 3e7,
-                                 "web.01/vhost": 5e7},
-    "virt.kvm.vm.halts": {"web": 50, "web.01": 7},
-    "virt.kvm.vm.run_delay_hist": {"web::1024-2047": 100, "web::2048-4095": 10, "web.01::1024-2047": 3},
-    "virt.kvm.vm.halt_hist": {"web::65536-131071": 100, "web::131072-262143": 10, "web.01::65536-131071": 3},
-    "virt.kvm.vm.exits": {"web": 1000, "web.01": 20},
+                                 "web-01/vhost": 5e7},
+    "virt.kvm.vm.halts": {"web": 50, "web-01": 7},
+    "virt.kvm.vm.run_delay_hist": {"web::1024-2047": 100, "web::2048-4095": 10, "web_01::1024-2047": 3},
+    "virt.kvm.vm.halt_hist": {"web::65536-131071": 100, "web::131072-262143": 10, "web_01::65536-131071": 3},
+    "virt.kvm.vm.exits": {"web": 1000, "web-01": 20},
     "virt.kvm.pio.count": {"web/0x70/out": 300, "web/0x3f8/out": 10, "web/0x80/out": 40, "web/0x60/in": 5,
-                           "web.01/0xcf8/out": 2},
+                           "web-01/0xcf8/out": 2},
     "virt.kvm.msr.count": {"web/0x10/rd": 30},
 }
 # values that stay as they are
-FIXED = {"virt.control.module.status": {"kvm": "active"}, "virt.kvm.vm.exits_unseen": {"web": 0, "web.01": 12}}
+FIXED = {"virt.control.module.status": {"kvm": "active"}, "virt.kvm.vm.exits_unseen": {"web": 0, "web-01": 12},
+         "virt.kvm.vm.bucket_prefix": {"web": "web", "web-01": "web_01"}}
 fetches = 0
 
 
