@@ -586,14 +586,11 @@ static int fetch_events(struct virt_family *fam, pmAtomValue *atom)
 		if (pmdaEventAddRecord(st->evarray, &r->tv, PM_EVENT_FLAG_POINT) < 0)
 			break;
 		a.cp = r->queue;
-		pmdaEventAddParam(st->evarray, pmID_build(VIRT_DOMAIN, VIRT_CLUSTER_VHOST, 5),
-				  PM_TYPE_STRING, &a);
+		pmdaEventAddParam(st->evarray, virt_pmid(VIRT_M_VHOST_STALL_QUEUE), PM_TYPE_STRING, &a);
 		a.ull = r->latency;
-		pmdaEventAddParam(st->evarray, pmID_build(VIRT_DOMAIN, VIRT_CLUSTER_VHOST, 6),
-				  PM_TYPE_U64, &a);
+		pmdaEventAddParam(st->evarray, virt_pmid(VIRT_M_VHOST_STALL_LATENCY), PM_TYPE_U64, &a);
 		a.ul = r->cpu;
-		pmdaEventAddParam(st->evarray, pmID_build(VIRT_DOMAIN, VIRT_CLUSTER_VHOST, 7),
-				  PM_TYPE_U32, &a);
+		pmdaEventAddParam(st->evarray, virt_pmid(VIRT_M_VHOST_STALL_CPU), PM_TYPE_U32, &a);
 		n++;
 	}
 	c->next = st->evnext;
@@ -683,10 +680,6 @@ static const struct virt_answer vhost_answers[VIRT_NMETRICS] = {
 	[VIRT_M_VHOST_QUEUE_NAME] = VIRT_ANSWER_NAME(VHOST_QUEUE),
 	[VIRT_M_VHOST_QUEUE_BUCKET_PREFIX] = VIRT_ANSWER_BUCKET_PREFIX(VHOST_QUEUE),
 	[VIRT_M_VHOST_STALL_EVENTS] = VIRT_ANSWER_EVENTS(fetch_events),
-	/* only inside event records */
-	[VIRT_M_VHOST_STALL_QUEUE] = VIRT_ANSWER_NOVALUES,
-	[VIRT_M_VHOST_STALL_LATENCY] = VIRT_ANSWER_NOVALUES,
-	[VIRT_M_VHOST_STALL_CPU] = VIRT_ANSWER_NOVALUES,
 };
 
 /* A queue's labels: its VMM's (vm_name, vm_uuid, vmm, vmm_pid), device

@@ -16,6 +16,7 @@ struct virt_metric_info {
 	enum virt_metric_id id;
 	enum virt_family_id family;
 	const char *name;		/* below "virt." */
+	bool event_param;		/* a parameter of event records: no values alone */
 };
 extern const struct virt_metric_info virt_metric_info[VIRT_NMETRICS];
 extern pmdaMetric virt_metrictab[VIRT_NMETRICS];

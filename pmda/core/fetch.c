@@ -148,9 +148,7 @@ int virt_fetch_callback(pmdaMetric *mdesc, unsigned int inst, pmAtomValue *atom)
 
 	if (mi->family == VIRT_F_CONTROL)
 		return fetch_control(mi->id, inst, atom);
-	if (fam->state != VIRT_ACTIVE)
-		return PMDA_FETCH_NOVALUES;
-	if (!fam->mod->answers)
+	if (fam->state != VIRT_ACTIVE || mi->event_param || !fam->mod->answers)
 		return PMDA_FETCH_NOVALUES;
 	return virt_answer(&fam->mod->answers[mi->id], fam, inst, atom);
 }

@@ -151,6 +151,7 @@ struct virt_module {
  * Services the agent exports to modules (pmdavirt links with -rdynamic).
  */
 pmInDom virt_indom(enum virt_indom_id id);
+pmID virt_pmid(enum virt_metric_id id);		/* e.g. an event record's parameter's */
 void virt_set_reason(struct virt_family *fam, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
