@@ -114,11 +114,6 @@ static int map_arrays(struct kvm_state *st, struct kvm_bpf *skel, size_t nvcpus)
 	return -1;
 }
 
-static struct virt_skel *kvm_open_skel(void)
-{
-	return (struct virt_skel *)kvm_bpf__open();
-}
-
 /* Slots: twice max_vcpus, a power of two. The variant's vCPU destroy hook
  * (fentry with tp_btf, kprobe with raw_tp) frees slots in the kernel; the
  * classic tracepoints key slots by thread, not vCPU: the agent frees them
@@ -138,11 +133,6 @@ static int kvm_configure(struct virt_family *fam, struct virt_skel *obj, const c
 	skel->rodata->latency = latency;
 	skel->rodata->slot_bits = bits;
 	skel->rodata->sched = fam->opts[OPT_SCHED].b && strcmp(method, "tp_btf") == 0;
-	if (!skel->rodata->sched) {
-		bpf_program__set_autoload(skel->progs.virt_kvm_tp_btf_sched_switch, false);
-		bpf_program__set_autoload(skel->progs.virt_kvm_tp_btf_sched_wakeup, false);
-		bpf_program__set_autoload(skel->progs.virt_kvm_tp_btf_sched_migrate, false);
-	}
 	st->sched_on = skel->rodata->sched;
 	st->poll_on = strcmp(method, "tracepoint") != 0;
 	if ((ncpus = libbpf_num_possible_cpus()) > 0)
@@ -152,37 +142,58 @@ static int kvm_configure(struct virt_family *fam, struct virt_skel *obj, const c
 	bpf_map__set_max_entries(skel->maps.hcalls, (__u32)fam->opts[OPT_MAX_HCALLS].u);
 	bpf_map__set_max_entries(skel->maps.vms_gone, (__u32)fam->opts[OPT_MAX_VMS].u);
 	bpf_map__set_max_entries(skel->maps.vcpus_gone, (__u32)fam->opts[OPT_MAX_VCPUS].u);
-	kvm_subs_configure(fam, skel, obj->obj, method);
+	kvm_subs_configure(fam, skel);
 	skel->rodata->vmcb_cache = strcmp(method, "tp_btf") == 0 && virt_kmod_present("kvm_amd") &&
 				   virt_ksym_exists("svm_switch_vmcb");
-	if (!skel->rodata->vmcb_cache)
-		bpf_program__set_autoload(skel->progs.virt_kvm_tp_btf_switch_vmcb, false);
+	st->vmcb_cache = skel->rodata->vmcb_cache;
 	return 0;
 }
+
+static bool kvm_sched_on(const struct virt_family *fam, const char *method)
+{
+	(void)method;
+	return ((const struct kvm_state *)fam->priv)->sched_on;
+}
+
+static bool kvm_vmcb_cache_on(const struct virt_family *fam, const char *method)
+{
+	(void)method;
+	return ((const struct kvm_state *)fam->priv)->vmcb_cache;
+}
+
+/* Hooks loaded only with what needs them (kvm_subs.c: subreasons'). */
+static const struct virt_prog_switch kvm_switches[] = {
+	{ "sched_*", kvm_sched_on },
+	{ "switch_vmcb", kvm_vmcb_cache_on },
+	KVM_SUBS_SWITCHES,
+};
 
 /* The shared arrays mapped in. */
 static int kvm_attached(struct virt_family *fam, struct virt_skel *obj, char *why, size_t len)
 {
 	struct kvm_bpf *skel = (struct kvm_bpf *)obj;
+	struct kvm_state *st = fam->priv;
 
-	if (map_arrays(fam->priv, skel, bpf_map__max_entries(skel->maps.vcpus)) < 0) {
+	if (map_arrays(st, skel, bpf_map__max_entries(skel->maps.vcpus)) < 0) {
 		snprintf(why, len, "mmap: %s", strerror(errno));
 		return -1;
 	}
 	if (skel->rodata->vmcb_cache)
 		virt_log(LOG_INFO, "kvm: SVM exit reasons through each vCPU's vmcb, kept by svm_switch_vmcb");
+	st->skel = skel;
+	st->vm_drops = 0;
 	return 0;
 }
 
 static const char *const kvm_methods[] = { "tp_btf", "raw_tp", "tracepoint" };
 
-static const struct virt_attach_ops kvm_ops = {
+VIRT_ATTACH_OPS(kvm_ops, kvm_bpf,
 	.methods = kvm_methods,
 	.nmethods = VIRT_ARRAY_SIZE(kvm_methods),
-	.open = kvm_open_skel,
 	.configure = kvm_configure,
-	.attached = kvm_attached,
-};
+	.switches = kvm_switches,
+	.nswitches = VIRT_ARRAY_SIZE(kvm_switches),
+	.attached = kvm_attached);
 
 static int kvm_alloc_buffers(struct kvm_state *st, struct virt_family *fam)
 {
@@ -246,7 +257,6 @@ static void kvm_detach(struct virt_family *fam)
 	kvm_statfds_close_all(st);
 	st->vgone_valid = false;
 	unmap_arrays(st);
-	virt_skel_destroy((struct virt_skel *)st->skel);
 	st->skel = NULL;
 	for (unsigned int s = 0; s < KVM_SLOTS; s++)
 		virt_row_rebase(&st->slots[s]);
@@ -256,32 +266,22 @@ static void kvm_detach(struct virt_family *fam)
 	rebase_keyed(&st->hcalls);
 }
 
-static int kvm_attach(struct virt_family *fam)
+/* First attach: rows live until exit. */
+static int kvm_init(struct virt_family *fam)
 {
 	struct kvm_state *st = fam->priv;
 
-	if (!st) {			/* first attach: rows live until exit */
-		st = calloc(1, sizeof(*st));
-		if (!st)
-			return -ENOMEM;
-		if (kvm_alloc_buffers(st, fam) < 0) {
-			free(st);
-			return -ENOMEM;
-		}
-		fam->priv = st;
-		st->other = st->hcalls = VIRT_TABLE_OF(struct virt_keyed);
-		st->vms = VIRT_TABLE_OF_SUMS(struct vm_entry, sums, VM_WORDS);
-		st->vcpu_rows = VIRT_TABLE_OF_SUMS(struct vcpu_entry, sums, VM_WORDS);
-		for (unsigned int k = 0; k < KVM_SUB_KINDS; k++)
-			st->subs[k] = VIRT_TABLE_OF_SUMS(struct sub_entry, sums, 2);
-		st->books = st->vcpu_books = st->vcpu_hists = VIRT_TABLE_OF(struct book_entry);
-		st->vstats_on = fam->opts[OPT_VCPU_STATS].b;
-		init_rows(st);
-	}
-	st->vm_drops = 0;
-	if (!(st->skel = (struct kvm_bpf *)virt_attach_skel(fam, &kvm_ops)))
-		return -ENOENT;
-	return VIRT_ATTACHED;
+	if (kvm_alloc_buffers(st, fam) < 0)
+		return -ENOMEM;
+	st->other = st->hcalls = VIRT_TABLE_OF(struct virt_keyed);
+	st->vms = VIRT_TABLE_OF_SUMS(struct vm_entry, sums, VM_WORDS);
+	st->vcpu_rows = VIRT_TABLE_OF_SUMS(struct vcpu_entry, sums, VM_WORDS);
+	for (unsigned int k = 0; k < KVM_SUB_KINDS; k++)
+		st->subs[k] = VIRT_TABLE_OF_SUMS(struct sub_entry, sums, 2);
+	st->books = st->vcpu_books = st->vcpu_hists = VIRT_TABLE_OF(struct book_entry);
+	st->vstats_on = fam->opts[OPT_VCPU_STATS].b;
+	init_rows(st);
+	return 0;
 }
 
 /* ------------------------------------------------------------ refresh */
@@ -405,8 +405,7 @@ static int kvm_refresh(struct virt_family *fam)
 		kvm_statfds_read(st);
 	else if (st->vstats_on)
 		kvm_statfds_drop_stale(st);
-	fam->dropped_now = virt_percpu_counters_total(bpf_map__fd(skel->maps.drops), &st->bulk,
-						      KVM_DROPS) + st->vm_drops;
+	fam->dropped_now = st->vm_drops;	/* and the drops map's: the agent's */
 	return err ? -EIO : 0;
 }
 
@@ -560,7 +559,10 @@ const struct virt_module virt_module = {
 	.options = kvm_options,
 	.noptions = NOPTS,
 	.ready = kvm_ready,
-	.attach = kvm_attach,
+	.priv_size = sizeof(struct kvm_state),
+	.init = kvm_init,
+	.attach = &kvm_ops,
+	.ndrops = KVM_DROPS,
 	.detach = kvm_detach,
 	.refresh = kvm_refresh,
 	.answers = kvm_answers,

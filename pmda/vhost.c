@@ -135,7 +135,6 @@ struct vhost_state {
 	struct virt_table rows, ptrs, devs;	/* of q_row, q_ptr, v_dev */
 	struct kick_fn fns[64];
 	unsigned int nfns;
-	struct virt_bulk bulk;		/* for the drops map */
 	struct virt_slots slots;	/* the queues array, mmap'ed: a record per slot */
 	/* stall events */
 	struct stall_rec *ev;		/* ring of max_events */
@@ -174,32 +173,12 @@ static bool vhost_ready(struct virt_family *fam)
 static int on_record(void *ctx, void *data, size_t size);
 static void find_handlers(struct vhost_state *st);
 
-/* Keep only the handler programs of drivers that are loaded: fentry and
- * kprobe on a function of a module that is not there cannot load/attach. */
-static void vhost_drop_absent(struct vhost_bpf *skel, const struct vhost_state *st)
-{
-	struct bpf_program *prog;
-
-	bpf_object__for_each_program(prog, skel->obj) {
-		const char *name = bpf_program__name(prog);
-
-		if ((!st->had_net && strstr(name, "_net_")) ||
-		    (!st->had_vsock && strstr(name, "_vsock_")) ||
-		    (!st->had_scsi && strstr(name, "_scsi_")))
-			bpf_program__set_autoload(prog, false);
-	}
-}
-
-static struct virt_skel *vhost_open_skel(void)
-{
-	return (struct virt_skel *)vhost_bpf__open();
-}
-
 /* Slots: twice max_queues (queues and vhost-net's socket polls), a power
- * of two. */
+ * of two. The drivers loaded now: their handler programs load. */
 static int vhost_configure(struct virt_family *fam, struct virt_skel *obj, const char *method,
 			   char *why, size_t len)
 {
+	struct vhost_state *st = fam->priv;
 	struct vhost_bpf *skel = (struct vhost_bpf *)obj;
 	unsigned int bits = virt_slots_bits(2 * fam->opts[OPT_MAX_QUEUES].u);
 
@@ -207,11 +186,41 @@ static int vhost_configure(struct virt_family *fam, struct virt_skel *obj, const
 	skel->rodata->stall_ns = fam->opts[OPT_STALL_US].u * 1000ull;
 	skel->rodata->slot_bits = bits;
 	bpf_map__set_max_entries(skel->maps.queues, 1U << bits);
-	vhost_drop_absent(skel, fam->priv);
+	st->had_net = virt_kmod_present("vhost_net");
+	st->had_vsock = virt_kmod_present("vhost_vsock");
+	st->had_scsi = virt_kmod_present("vhost_scsi");
 	return 0;
 }
 
-/* The queues array mapped in, the stall ring buffer opened. */
+/* Only the handler programs of drivers that are loaded: fentry and kprobe
+ * on a function of a module that is not there cannot load/attach. */
+static bool vhost_has_net(const struct virt_family *fam, const char *method)
+{
+	(void)method;
+	return ((const struct vhost_state *)fam->priv)->had_net;
+}
+
+static bool vhost_has_vsock(const struct virt_family *fam, const char *method)
+{
+	(void)method;
+	return ((const struct vhost_state *)fam->priv)->had_vsock;
+}
+
+static bool vhost_has_scsi(const struct virt_family *fam, const char *method)
+{
+	(void)method;
+	return ((const struct vhost_state *)fam->priv)->had_scsi;
+}
+
+static const struct virt_prog_switch vhost_switches[] = {
+	{ "net_*", vhost_has_net },
+	{ "vsock_*", vhost_has_vsock },
+	{ "scsi_*", vhost_has_scsi },
+};
+
+/* The queues array mapped in, the stall ring buffer opened, the kick
+ * handlers looked up (now, not in the fetch that sees the first kick,
+ * where pmcd's 5 s timeout runs). */
 static int vhost_attached(struct virt_family *fam, struct virt_skel *obj, char *why, size_t len)
 {
 	struct vhost_state *st = fam->priv;
@@ -220,61 +229,45 @@ static int vhost_attached(struct virt_family *fam, struct virt_skel *obj, char *
 	if (virt_slots_map(&st->slots, &vhost_slot_layout, skel->maps.queues, why, len) < 0)
 		return -1;
 	st->rb = ring_buffer__new(bpf_map__fd(skel->maps.stalls), on_record, st, NULL);
-	if (st->rb)
-		return 0;
-	snprintf(why, len, "ring buffer: %s", strerror(errno));
-	virt_slots_unmap(&st->slots);
-	return -1;
+	if (!st->rb) {
+		snprintf(why, len, "ring buffer: %s", strerror(errno));
+		virt_slots_unmap(&st->slots);
+		return -1;
+	}
+	st->skel = skel;
+	st->evlost = 0;
+	find_handlers(st);
+	return 0;
 }
 
 static const char *const vhost_methods[] = { "fentry", "kprobe" };
 
-static const struct virt_attach_ops vhost_ops = {
+VIRT_ATTACH_OPS(vhost_ops, vhost_bpf,
 	.methods = vhost_methods,
 	.nmethods = VIRT_ARRAY_SIZE(vhost_methods),
-	.open = vhost_open_skel,
 	.configure = vhost_configure,
-	.attached = vhost_attached,
-};
+	.switches = vhost_switches,
+	.nswitches = VIRT_ARRAY_SIZE(vhost_switches),
+	.attached = vhost_attached);
 
-static int vhost_attach(struct virt_family *fam)
+/* First attach: rows and the stall event ring live until exit. */
+static int vhost_init(struct virt_family *fam)
 {
 	struct vhost_state *st = fam->priv;
 
-	if (!st) {			/* first attach: rows live until exit */
-		st = calloc(1, sizeof(*st));
-		if (!st)
-			return -ENOMEM;
-		if (virt_bulk_alloc(&st->bulk, VHOST_DROPS, sizeof(__u64), sizeof(__u64)) < 0) {
-			free(st);
-			return -ENOMEM;
-		}
-		st->evcap = fam->opts[OPT_MAX_EVENTS].u;
-		st->ev = calloc(st->evcap, sizeof(*st->ev));
-		st->evarray = pmdaEventNewArray();
-		if (!st->ev || st->evarray < 0) {
-			virt_bulk_free(&st->bulk);
-			free(st->ev);
-			free(st);
-			return -ENOMEM;
-		}
-		for (int i = 0; i < MAX_CONTEXTS; i++)
-			st->ctx[i].ctx = -1;
-		st->rows = VIRT_TABLE_OF_SUMS(struct q_row, sums, SW - FIRST_COUNTER);
-		st->ptrs = VIRT_TABLE_OF(struct q_ptr);
-		st->devs = VIRT_TABLE_OF(struct v_dev);
-		fam->priv = st;
+	st->evcap = fam->opts[OPT_MAX_EVENTS].u;
+	st->ev = calloc(st->evcap, sizeof(*st->ev));
+	st->evarray = pmdaEventNewArray();
+	if (!st->ev || st->evarray < 0) {
+		free(st->ev);
+		return -ENOMEM;
 	}
-	st->had_net = virt_kmod_present("vhost_net");
-	st->had_vsock = virt_kmod_present("vhost_vsock");
-	st->had_scsi = virt_kmod_present("vhost_scsi");
-	st->evlost = 0;
-	if (!(st->skel = (struct vhost_bpf *)virt_attach_skel(fam, &vhost_ops)))
-		return -ENOENT;
-	/* now, not in the fetch that sees the first kick (where pmcd's 5 s
-	 * timeout runs) */
-	find_handlers(st);
-	return VIRT_ATTACHED;
+	for (int i = 0; i < MAX_CONTEXTS; i++)
+		st->ctx[i].ctx = -1;
+	st->rows = VIRT_TABLE_OF_SUMS(struct q_row, sums, SW - FIRST_COUNTER);
+	st->ptrs = VIRT_TABLE_OF(struct q_ptr);
+	st->devs = VIRT_TABLE_OF(struct v_dev);
+	return 0;
 }
 
 /* ------------------------------------------------------------- names */
@@ -494,7 +487,6 @@ static void vhost_detach(struct virt_family *fam)
 	ring_buffer__free(st->rb);
 	st->rb = NULL;
 	virt_slots_unmap(&st->slots);
-	virt_skel_destroy((struct virt_skel *)st->skel);
 	st->skel = NULL;
 	virt_table_clear(&st->ptrs);
 	virt_table_clear(&st->devs);
@@ -654,8 +646,7 @@ static int vhost_refresh(struct virt_family *fam)
 				i++;
 		}
 	}
-	fam->dropped_now = st->evlost + virt_percpu_counters_total(bpf_map__fd(st->skel->maps.drops),
-								   &st->bulk, VHOST_DROPS);
+	fam->dropped_now = st->evlost;
 	return 0;
 }
 
@@ -707,7 +698,10 @@ const struct virt_module virt_module = {
 	.options = vhost_options,
 	.noptions = NOPTS,
 	.ready = vhost_ready,
-	.attach = vhost_attach,
+	.priv_size = sizeof(struct vhost_state),
+	.init = vhost_init,
+	.attach = &vhost_ops,
+	.ndrops = VHOST_DROPS,
 	.detach = vhost_detach,
 	.refresh = vhost_refresh,
 	.answers = vhost_answers,

@@ -82,7 +82,6 @@ struct virtio_state {
 	struct virtio_bpf *skel;
 	struct virt_table rows;		/* of struct vq_row */
 	struct virt_slots slots;	/* the queues map, mmap'ed: a record per slot */
-	struct virt_bulk bulk;		/* bulk-read buffers */
 };
 
 /* ------------------------------------------------------------- ready */
@@ -128,23 +127,17 @@ static bool virtio_ready(struct virt_family *fam)
 
 /* ------------------------------------------------------------ attach */
 
-/* Counts only: the descriptor-head hooks stay out. */
-static void virtio_no_timing(struct bpf_object *obj)
+/* Counts only (latency = false): the descriptor-head hooks stay out. */
+static bool virtio_timed(const struct virt_family *fam, const char *method)
 {
-	struct bpf_program *prog;
-
-	bpf_object__for_each_program(prog, obj) {
-		const char *name = bpf_program__name(prog);
-
-		if (strstr(name, "_map_sg") || strstr(name, "_detach_buf_"))
-			bpf_program__set_autoload(prog, false);
-	}
+	(void)method;
+	return fam->opts[OPT_LATENCY].b;
 }
 
-static struct virt_skel *virtio_open_skel(void)
-{
-	return (struct virt_skel *)virtio_bpf__open();
-}
+static const struct virt_prog_switch virtio_switches[] = {
+	{ "map_sg", virtio_timed },
+	{ "detach_buf_*", virtio_timed },
+};
 
 /* Slots for max_queues, a power of two; heads timed in blocks. */
 static int virtio_configure(struct virt_family *fam, struct virt_skel *obj, const char *method,
@@ -165,8 +158,6 @@ static int virtio_configure(struct virt_family *fam, struct virt_skel *obj, cons
 	skel->rodata->nblocks = nblocks;
 	bpf_map__set_max_entries(skel->maps.blocks, nblocks);
 	bpf_map__set_max_entries(skel->maps.timed, nblocks * VIRTIO_BLOCK);
-	if (!latency)
-		virtio_no_timing(skel->obj);
 	return 0;
 }
 
@@ -175,44 +166,27 @@ static int virtio_attached(struct virt_family *fam, struct virt_skel *obj, char 
 {
 	struct virtio_state *st = fam->priv;
 
-	return virt_slots_map(&st->slots, &virtio_slot_layout,
-			      ((struct virtio_bpf *)obj)->maps.queues, why, len);
+	st->skel = (struct virtio_bpf *)obj;
+	return virt_slots_map(&st->slots, &virtio_slot_layout, st->skel->maps.queues, why, len);
 }
 
 static const char *const virtio_methods[] = { "fentry", "kprobe" };
 
-static const struct virt_attach_ops virtio_ops = {
+VIRT_ATTACH_OPS(virtio_ops, virtio_bpf,
 	.methods = virtio_methods,
 	.nmethods = VIRT_ARRAY_SIZE(virtio_methods),
-	.open = virtio_open_skel,
 	.configure = virtio_configure,
-	.attached = virtio_attached,
-};
+	.switches = virtio_switches,
+	.nswitches = VIRT_ARRAY_SIZE(virtio_switches),
+	.attached = virtio_attached);
 
-/* for the drops counters (the queues are read in place) */
-static int virtio_alloc_buffers(struct virtio_state *st)
-{
-	return virt_bulk_alloc(&st->bulk, VIRTIO_DROPS, sizeof(__u32), sizeof(__u64));
-}
-
-static int virtio_attach(struct virt_family *fam)
+/* First attach: rows live until exit. */
+static int virtio_init(struct virt_family *fam)
 {
 	struct virtio_state *st = fam->priv;
 
-	if (!st) {			/* first attach: rows live until exit */
-		st = calloc(1, sizeof(*st));
-		if (!st)
-			return -ENOMEM;
-		if (virtio_alloc_buffers(st) < 0) {
-			free(st);
-			return -ENOMEM;
-		}
-		fam->priv = st;
-		st->rows = VIRT_TABLE_OF_SUMS(struct vq_row, sums, SW);
-	}
-	if (!(st->skel = (struct virtio_bpf *)virt_attach_skel(fam, &virtio_ops)))
-		return -ENOENT;
-	return VIRT_ATTACHED;
+	st->rows = VIRT_TABLE_OF_SUMS(struct vq_row, sums, SW);
+	return 0;
 }
 
 /* ------------------------------------------------------------- rows */
@@ -239,7 +213,6 @@ static void virtio_detach(struct virt_family *fam)
 	if (!st)
 		return;
 	virt_slots_unmap(&st->slots);
-	virt_skel_destroy((struct virt_skel *)st->skel);
 	st->skel = NULL;
 	for (size_t i = 0; i < st->rows.n; i++) {
 		virtio_row_to_base(virtio_row_at(st, i));
@@ -372,8 +345,6 @@ static int virtio_refresh(struct virt_family *fam)
 			virt_row_retire(&r->k.row);
 		}
 	}
-	fam->dropped_now = virt_percpu_counters_total(bpf_map__fd(st->skel->maps.drops), &st->bulk,
-						       VIRTIO_DROPS);
 	return 0;
 }
 
@@ -427,7 +398,10 @@ const struct virt_module virt_module = {
 	.options = virtio_options,
 	.noptions = NOPTS,
 	.ready = virtio_ready,
-	.attach = virtio_attach,
+	.priv_size = sizeof(struct virtio_state),
+	.init = virtio_init,
+	.attach = &virtio_ops,
+	.ndrops = VIRTIO_DROPS,
 	.detach = virtio_detach,
 	.refresh = virtio_refresh,
 	.answers = virtio_answers,

@@ -33,6 +33,20 @@ void virt_load_modules(void);
 void virt_load_config(void);
 void virt_print_config(void);		/* pmdavirt -C */
 
+/* kernel.c: one attach of a family's skeleton (virt.h: struct
+ * virt_attach_ops), or NULL with fam->reason listing each method's failure
+ * and *rc -ENOENT, or VIRT_NOT_YET when a method found nothing to attach
+ * to yet; and its destruction (NULL is fine) */
+struct virt_skel *virt_attach_skel(struct virt_family *fam, const struct virt_attach_ops *ops,
+				   int *rc);
+void virt_skel_destroy(struct virt_skel *skel);
+
+/* btftargets.c: fentry, fexit and tp_btf targets from one index of kernel
+ * BTF names: register once before any BPF object is opened; release after
+ * each attach pass. */
+int virt_btf_targets_register(void);
+void virt_btf_targets_release(void);
+
 /* lifecycle.c */
 int virt_libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap);
 extern uint64_t virt_refreshes;

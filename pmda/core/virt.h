@@ -85,18 +85,21 @@ struct virt_family {
 	uint64_t dropped_high;		/* the agent's: dropped_now's highest */
 	uint64_t dropped_base;		/* the agent's: earlier attaches' drops */
 	union virt_optval *opts;	/* indexed as mod->options */
-	struct bpf_object *obj;		/* what virt_attach_skel attached, for its
+	struct bpf_object *obj;		/* what the agent attached, for its
 					 * programs' run-time statistics */
-	void *priv;			/* the module's own state */
+	struct virt_skel *skel;		/* the attached skeleton (the agent's) */
+	void *priv;			/* the module's own state (the agent
+					 * allocates mod->priv_size zeroed bytes) */
 };
 
 struct bpf_object;
 
-/* Return codes of attach(). */
+/* Return codes of an attach. */
 #define VIRT_ATTACHED		0
-#define VIRT_NOT_YET		1	/* unavailable now, retry when ready() */
+#define VIRT_NOT_YET		1	/* unavailable now, retry at the next poll */
 
 struct virt_answer;
+struct virt_attach_ops;
 
 /* The layout of the shared structs as one module or the agent was built
  * with (pmda/core/layout.h): a hash over all of them, and one per struct,
@@ -125,12 +128,23 @@ struct virt_module {
 	 * could succeed now; polled while unavailable, and while active to
 	 * notice that a kernel module went away. NULL: always ready. */
 	bool (*ready)(struct virt_family *fam);
-	/* Load and attach the BPF object. VIRT_ATTACHED, VIRT_NOT_YET or a
-	 * negative errno; fam->reason says why on failure. */
-	int (*attach)(struct virt_family *fam);
-	/* Detach and free everything attach() created. */
+	/* The module's state: fam->priv, priv_size zeroed bytes the agent
+	 * allocates before the first attach and keeps until exit (rows
+	 * outlive a detach); init() fills it in then (tables, buffers): 0 or
+	 * -errno, having freed what it allocated. init may be NULL. */
+	size_t priv_size;
+	int (*init)(struct virt_family *fam);
+	/* How the agent loads and attaches the family's BPF skeleton
+	 * (fam->skel): struct virt_attach_ops below. */
+	const struct virt_attach_ops *attach;
+	/* The BPF object's per-CPU array "drops" of ndrops u64 counters: the
+	 * agent adds its total to fam->dropped_now after each refresh. */
+	unsigned int ndrops;
+	/* Undo what attach's callbacks and refresh() set up (the agent then
+	 * destroys the skeleton). */
 	void (*detach)(struct virt_family *fam);
-	/* Read the maps in bulk, update instance domains. Once per fetch. */
+	/* Read the maps in bulk, update instance domains. Once per fetch.
+	 * fam->dropped_now starts at 0: the module adds what it lost itself. */
 	int (*refresh)(struct virt_family *fam);
 	/* VIRT_NMETRICS answers by metric id (pmda/core/rows.h): where the
 	 * agent finds each value of the family's metrics (a metric left out
@@ -186,7 +200,6 @@ int virt_label_queue(pmLabelSet **lp, const char *devq, const char *driver);
 
 /* Kernel introspection: cheap checks, no bpf() calls. */
 bool virt_kmod_present(const char *name);	/* /sys/module/<name> */
-bool virt_kmod_btf(const char *name);		/* /sys/kernel/btf/<name> */
 bool virt_pid_alive(uint32_t pid);		/* /proc/<pid> */
 bool virt_tracepoint_exists(const char *system, const char *event);
 bool virt_ksym_exists(const char *name);	/* virt_ksym_lookup: attach only */
@@ -197,57 +210,57 @@ bool virt_ksym_exists(const char *name);	/* virt_ksym_lookup: attach only */
 int virt_ksym_lookup(const char *const names[], uint64_t addrs[], bool present[], unsigned int n);
 uint64_t virt_mono_ns(void);			/* CLOCK_MONOTONIC */
 
-/* fentry, fexit and tp_btf targets from one index of kernel BTF names
- * (pmda/core/btftargets.c): register once before any BPF object is opened;
- * release after each attach pass. */
-int virt_btf_targets_register(void);
-void virt_btf_targets_release(void);
-
 /*
- * One attach of a family's BPF skeleton, the same for every family:
- * for each of the family's methods in order (or only the one virt.conf
- * names): open -> enable that variant's programs -> configure -> load ->
- * attach -> attached; the first that gets through is kept, and any step's
- * failure destroys the object in one place and is recorded per method
- * in fam->reason. A family describes its part in a table:
+ * One attach of a family's BPF skeleton, the same for every family, run by
+ * the agent: for each of the family's methods in order (or only the one
+ * virt.conf names): open -> enable that variant's programs -> configure ->
+ * switch programs off -> load -> attach -> attached; the first that gets
+ * through is kept (fam->skel), and any step's failure destroys the object
+ * in one place and is recorded per method in fam->reason. Variants of a
+ * family's programs live in one BPF object, named
+ * virt_<family>_<variant>_<what> (e.g. virt_virtio_fentry_add_sgs and
+ * virt_virtio_kprobe_add_sgs). A family describes its part in a table:
  */
 struct virt_skel {			/* how every bpftool skeleton begins */
 	struct bpf_object_skeleton *skeleton;
 	struct bpf_object *obj;
 };
+/* Programs of the variant whose <what> is what (or begins with it, for a
+ * what ending in '*') load only while on() is true (after configure). */
+struct virt_prog_switch {
+	const char *what;
+	bool (*on)(const struct virt_family *fam, const char *method);
+};
 struct virt_attach_ops {
 	const char *const *methods;	/* variant names, cheapest first */
 	unsigned int nmethods;
-	/* the skeleton's __open(), as a struct virt_skel * */
+	/* the skeleton's __open(), as a struct virt_skel *: VIRT_ATTACH_OPS */
 	struct virt_skel *(*open)(void);
-	/* before load: rodata, map sizes, and turning off programs of the
-	 * variant that cannot load here (may be NULL). 0, or -1 with why */
+	/* before load: rodata, map sizes (may be NULL). 0, VIRT_NOT_YET
+	 * (nothing to attach to yet) or -1, with why */
 	int (*configure)(struct virt_family *fam, struct virt_skel *skel,
 			 const char *method, char *why, size_t len);
+	const struct virt_prog_switch *switches;
+	unsigned int nswitches;
 	/* after attach: map memory, per-attach state, links the skeleton
 	 * cannot make (per-binary uprobes: then it sets fam->programs, which
-	 * holds the programs loaded). May be NULL. 0, or -1 with why, having
-	 * undone its own work */
+	 * holds the programs loaded). May be NULL. 0, VIRT_NOT_YET or -1,
+	 * with why, having undone its own work */
 	int (*attached)(struct virt_family *fam, struct virt_skel *skel,
 			char *why, size_t len);
 };
-/* The attached skeleton (fam->method and fam->programs set), or NULL with
- * fam->reason listing each method's failure. */
-struct virt_skel *virt_attach_skel(struct virt_family *fam, const struct virt_attach_ops *ops);
+/* static const struct virt_attach_ops name for the bpftool skeleton
+ * struct S (S__open()), with the other members as designated initializers. */
+#define VIRT_ATTACH_OPS(name, S, ...)						\
+	static struct virt_skel *name##_open(void)				\
+	{									\
+		return (struct virt_skel *)(void *)S##__open();		\
+	}									\
+	static const struct virt_attach_ops name = { .open = name##_open, __VA_ARGS__ }
 /* A BPF_F_MMAPABLE array mapped in read-write: all its entries, *bytes
  * long; NULL with why filled in on failure. */
 struct bpf_map;
 void *virt_map_mmap(const struct bpf_map *map, size_t *bytes, char *why, size_t len);
-/* Detach and free what virt_attach_skel returned (NULL is fine). */
-void virt_skel_destroy(struct virt_skel *skel);
-
-/* Variants of a family's programs live in one BPF object, named
- * virt_<family>_<variant>_<what> (e.g. virt_virtio_fentry_add_sgs and
- * virt_virtio_kprobe_add_sgs). Before load, enable only one variant's
- * programs; returns how many are enabled. */
-struct bpf_object;
-unsigned int virt_autoload_variant(struct bpf_object *obj, const char *family,
-				   const char *variant);
 
 /* Bulk map reads: one BPF_MAP_LOOKUP_BATCH for the whole map (a few when
  * the kernel returns less). values holds max_entries values; a per-CPU
