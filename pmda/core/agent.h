@@ -47,6 +47,13 @@ void virt_skel_destroy(struct virt_skel *skel);
 int virt_btf_targets_register(void);
 void virt_btf_targets_release(void);
 
+/* maps.c: the CPUs a per-CPU value has (possible CPUs); a per-CPU value
+ * of nwords u64 summed into out[nwords]; the total of a per-CPU array of n
+ * u64 counters (a family's drops) */
+int virt_ncpus(void);
+void virt_percpu_sum(const void *percpu, size_t nwords, uint64_t *out);
+uint64_t virt_percpu_counters_total(int fd, struct virt_bulk *b, unsigned int n);
+
 /* lifecycle.c */
 int virt_libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap);
 extern uint64_t virt_refreshes;

@@ -29,7 +29,7 @@
  * module, with its flags (a -DVIRT_HIST_BUCKETS=20 changes it). The agent
  * loads a module only if both match its own. */
 #include "tables.h"
-#define VIRT_MODULE_VERSION 7u
+#define VIRT_MODULE_VERSION 8u
 #define VIRT_MODULE_ABI ((uint64_t)VIRT_MODULE_VERSION << 32 | VIRT_TABLES_CRC)
 
 /* Global metric ids: VIRT_M_<ID> for every VIRT_METRIC in metrics/<family>.def. */
@@ -263,16 +263,13 @@ struct bpf_map;
 void *virt_map_mmap(const struct bpf_map *map, size_t *bytes, char *why, size_t len);
 
 /* Bulk map reads: one BPF_MAP_LOOKUP_BATCH for the whole map (a few when
- * the kernel returns less). values holds max_entries values; a per-CPU
- * value is round_up(value_size, 8) * virt_ncpus() bytes. Returns the number
- * of entries read or -errno; each bpf() call counts in virt_bpf_syscalls. */
-int virt_ncpus(void);
+ * the kernel returns less). values holds max_entries values. Returns the
+ * number of entries read or -errno; each bpf() call counts in
+ * virt_bpf_syscalls. A per-CPU map: virt_map_dump_percpu. */
 int virt_map_dump(int fd, void *keys, size_t key_size, void *values,
 		  size_t value_size, unsigned int max_entries);
 /* Delete one entry (an exited process's); counts in virt_bpf_syscalls. */
 int virt_map_delete(int fd, const void *key);
-/* Sum a per-CPU value made of nwords u64 into out[nwords]. */
-void virt_percpu_sum(const void *percpu, size_t nwords, uint64_t *out);
 extern uint64_t virt_bpf_syscalls;	/* bpf() calls made by refreshes */
 
 /* Buffers for bulk reads of a family's maps, sized for the largest one:
@@ -294,8 +291,6 @@ void virt_bulk_free(struct virt_bulk *b);
  * sums over the CPUs, a chunk per bpf() call. Entries read or -errno. */
 int virt_map_dump_percpu(int fd, struct virt_bulk *b, size_t key_size, size_t nwords,
 			 unsigned int max_entries);
-/* Total of a per-CPU array of n u64 counters (e.g. a family's drops). */
-uint64_t virt_percpu_counters_total(int fd, struct virt_bulk *b, unsigned int n);
 
 /* VIRT_MODULE_LAYOUT; scripts/layout.sh reads these headers without it */
 #ifndef VIRT_LAYOUT_PROBE
