@@ -32,6 +32,10 @@ extern unsigned long long virt_poll_ms;
 void virt_load_modules(void);
 void virt_load_config(void);
 void virt_print_config(void);		/* pmdavirt -C */
+int virt_modules_refused(void);		/* and its exit status */
+struct virt_answer;
+int virt_answers_check(enum virt_family_id f, const struct virt_answer *answers, char *why,
+		       size_t len);
 
 /* kernel.c: one attach of a family's skeleton (virt.h: struct
  * virt_attach_ops), or NULL with fam->reason listing each method's failure
