@@ -25,19 +25,28 @@ static const struct virt_option kvm_options[NOPTS] = {
 	[OPT_LATENCY] = { "latency", VIRT_OPT_BOOL, 0, 0, "true",
 		"exit->entry latency histograms; false = counts only (cheaper)" },
 	[OPT_MAX_VCPUS] = { "max_vcpus", VIRT_OPT_UINT, 16, 1u << 20, "4096",
-		"vCPUs tracked (exit->entry pairing, per-VM counts), in a table of twice as many slots; exits of a vCPU that finds no slot are counted as dropped" },
+		"vCPUs tracked (exit->entry pairing, per-VM counts), in a table of twice as many "
+		"slots; exits of a vCPU that finds no slot are counted as dropped" },
 	[OPT_MAX_VMS] = { "max_vms", VIRT_OPT_UINT, 1, 65536, "1024",
 		"VMM processes with per-VM rows; threads of more are counted as dropped" },
 	[OPT_MAX_HCALLS] = { "max_hypercalls", VIRT_OPT_UINT, 1, 65536, "256",
 		"distinct hypercall numbers; more are counted as dropped" },
 	[OPT_SCHED] = { "sched", VIRT_OPT_BOOL, 0, 0, "true",
-		"scheduler hooks (method tp_btf): the run-queue wait histogram of each VM and its split by what held the CPU; false = run delay counters only (read from schedstat, no per-switch cost)" },
+		"scheduler hooks (method tp_btf): the run-queue wait histogram of each VM and "
+		"its split by what held the CPU; false = run delay counters only (read from "
+		"schedstat, no per-switch cost)" },
 	[OPT_SUBREASONS] = { "subreasons", VIRT_OPT_BOOL, 0, 0, "false",
-		"what exits are about, per VM: port I/O by port, MSR accesses by MSR, CPUID by leaf, MMIO by address (virt.kvm.pio, msr, cpuid, mmio); false = not traced, the exit path unchanged" },
+		"what exits are about, per VM: port I/O by port, MSR accesses by MSR, CPUID by "
+		"leaf, MMIO by address (virt.kvm.pio, msr, cpuid, mmio); false = not traced, the "
+		"exit path unchanged" },
 	[OPT_SUB_TOP] = { "subreasons_top", VIRT_OPT_UINT, 1, 4096, "16",
-		"ports, MSRs, CPUID leaves and MMIO addresses per VM and kind with instances of their own (the first seen); later ones count in <vm>/other" },
+		"ports, MSRs, CPUID leaves and MMIO addresses per VM and kind with instances of "
+		"their own (the first seen); later ones count in <vm>/other" },
 	[OPT_VCPU_STATS] = { "vcpu_stats", VIRT_OPT_BOOL, 0, 0, "false",
-		"KVM's own per-vCPU statistics and histograms (virt.kvm.vcpu.kvm_stat.*, kvm_hist) from the vCPU statistics fds the VMM keeps (newer QEMUs; not QEMU 7.2), shared with pidfd_getfd(): the agent then keeps CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH; false = not read, both dropped" },
+		"KVM's own per-vCPU statistics and histograms (virt.kvm.vcpu.kvm_stat.*, "
+		"kvm_hist) from the vCPU statistics fds the VMM keeps (newer QEMUs; not QEMU "
+		"7.2), shared with pidfd_getfd(): the agent then keeps CAP_SYS_PTRACE and "
+		"CAP_DAC_READ_SEARCH; false = not read, both dropped" },
 };
 
 /* ------------------------------------------------------------- names */
@@ -149,24 +158,17 @@ static int kvm_configure(struct virt_family *fam, struct virt_skel *obj, const c
 	return 0;
 }
 
-static bool kvm_sched_on(const struct virt_family *fam, const char *method)
-{
-	(void)method;
-	return ((const struct kvm_state *)fam->priv)->sched_on;
-}
-
-static bool kvm_vmcb_cache_on(const struct virt_family *fam, const char *method)
-{
-	(void)method;
-	return ((const struct kvm_state *)fam->priv)->vmcb_cache;
-}
-
-/* Hooks loaded only with what needs them (kvm_subs.c: subreasons'). */
+/* Hooks loaded only with what needs them: the scheduler's, the vmcb
+ * cache's and subreasons' (kvm_subs_configure); the entry program that
+ * charges subreasons' time replaces the plain one (which the exit path
+ * keeps without them). */
+#define ON(what, flag) VIRT_PROG_SWITCH(what, struct kvm_state, flag)
 static const struct virt_prog_switch kvm_switches[] = {
-	{ "sched_*", kvm_sched_on },
-	{ "switch_vmcb", kvm_vmcb_cache_on },
-	KVM_SUBS_SWITCHES,
+	ON("sched_*", sched_on), ON("switch_vmcb", vmcb_cache),
+	ON("pio", subs_on), ON("msr", subs_on), ON("cpuid", subs_on), ON("mmio", subs_on),
+	ON("fast_mmio", fast_mmio_on), ON("entry", entry_plain), ON("entry_subs", subs_timed),
 };
+#undef ON
 
 /* The shared arrays mapped in. */
 static int kvm_attached(struct virt_family *fam, struct virt_skel *obj, char *why, size_t len)
@@ -552,20 +554,8 @@ static int kvm_labels(struct virt_family *fam, enum virt_indom_id indom, unsigne
 	return sts < 0 ? sts : 0;
 }
 
-const struct virt_module virt_module = {
-	.abi = VIRT_MODULE_ABI,
-	.name = "kvm",
-	.layout = VIRT_MODULE_LAYOUT,
-	.options = kvm_options,
-	.noptions = NOPTS,
-	.ready = kvm_ready,
-	.priv_size = sizeof(struct kvm_state),
-	.init = kvm_init,
-	.attach = &kvm_ops,
-	.ndrops = KVM_DROPS,
-	.detach = kvm_detach,
-	.refresh = kvm_refresh,
-	.answers = kvm_answers,
-	.labels = kvm_labels,
-	.caps = kvm_caps,
-};
+VIRT_MODULE("kvm",
+	.options = kvm_options, .noptions = NOPTS,
+	.ready = kvm_ready, .priv_size = sizeof(struct kvm_state), .init = kvm_init,
+	.attach = &kvm_ops, .ndrops = KVM_DROPS, .detach = kvm_detach,
+	.refresh = kvm_refresh, .answers = kvm_answers, .labels = kvm_labels, .caps = kvm_caps);

@@ -197,6 +197,8 @@ struct kvm_state {
 	uint64_t vm_drops;		/* this attach's, with the drops map's */
 	bool sched_on;			/* scheduler hooks loaded (tp_btf, sched) */
 	bool vmcb_cache;		/* svm_switch_vmcb's hook loaded */
+	bool fast_mmio_on;		/* subreasons' kvm_fast_mmio hook loaded */
+	bool entry_plain;		/* latency without subreasons: plain entry */
 	bool poll_on;			/* halts carry KVM's poll time (not tracepoint) */
 	bool subs_on, subs_timed;	/* subreasons loaded; with latency */
 	struct virt_table subs[KVM_SUB_KINDS];	/* of struct sub_entry */
@@ -223,15 +225,6 @@ void kvm_vms_read(struct kvm_state *st, struct virt_family *fam);
 
 /* kvm_subs.c: sub-reasons */
 void kvm_subs_configure(struct virt_family *fam, struct kvm_bpf *skel);
-/* the program switches (virt.h) of the hooks subreasons need */
-bool kvm_subs_on(const struct virt_family *fam, const char *method);
-bool kvm_subs_fast_mmio_on(const struct virt_family *fam, const char *method);
-bool kvm_entry_plain_on(const struct virt_family *fam, const char *method);
-bool kvm_entry_subs_on(const struct virt_family *fam, const char *method);
-#define KVM_SUBS_SWITCHES							\
-	{ "pio", kvm_subs_on }, { "msr", kvm_subs_on }, { "cpuid", kvm_subs_on },	\
-	{ "mmio", kvm_subs_on }, { "fast_mmio", kvm_subs_fast_mmio_on },		\
-	{ "entry", kvm_entry_plain_on }, { "entry_subs", kvm_entry_subs_on }
 int kvm_subs_alloc(struct kvm_state *st, struct virt_family *fam);
 void kvm_subs_forget(struct kvm_state *st);
 int kvm_subs_read(struct kvm_state *st);

@@ -21,32 +21,7 @@ static const struct sub_kind {
 	[KVM_SUB_MMIO] = { VIRT_I_KVM_MMIO, { "rd", "wr" } },
 };
 
-/* The hooks loaded with subreasons only (KVM_SUBS_SWITCHES). Their entry
- * program, which charges their time, replaces the plain one (which the exit
- * path keeps without them). */
-bool kvm_subs_on(const struct virt_family *fam, const char *method)
-{
-	(void)method;
-	return fam->opts[OPT_SUBREASONS].b;
-}
-
-/* Intel fast MMIO (kvm_fast_mmio, arch/x86/kvm/trace.h): a hook of its
- * own, left out where the kernel lacks the tracepoint */
-bool kvm_subs_fast_mmio_on(const struct virt_family *fam, const char *method)
-{
-	return kvm_subs_on(fam, method) && virt_tracepoint_exists("kvm", "kvm_fast_mmio");
-}
-
-bool kvm_entry_plain_on(const struct virt_family *fam, const char *method)
-{
-	return fam->opts[OPT_LATENCY].b && !kvm_subs_on(fam, method);
-}
-
-bool kvm_entry_subs_on(const struct virt_family *fam, const char *method)
-{
-	return fam->opts[OPT_LATENCY].b && kvm_subs_on(fam, method);
-}
-
+/* Sub-reasons: the switches of their hooks (kvm.c's kvm_switches). */
 void kvm_subs_configure(struct virt_family *fam, struct kvm_bpf *skel)
 {
 	struct kvm_state *st = fam->priv;
@@ -56,6 +31,10 @@ void kvm_subs_configure(struct virt_family *fam, struct kvm_bpf *skel)
 	skel->rodata->sub_top = (__u32)fam->opts[OPT_SUB_TOP].u;
 	st->subs_on = on;
 	st->subs_timed = on && latency;
+	st->entry_plain = latency && !on;
+	/* Intel fast MMIO (kvm_fast_mmio, arch/x86/kvm/trace.h): a hook of
+	 * its own, left out where the kernel lacks the tracepoint */
+	st->fast_mmio_on = on && virt_tracepoint_exists("kvm", "kvm_fast_mmio");
 	if (!on)
 		return;
 	bpf_map__set_max_entries(skel->maps.subs, st->sub_max);

@@ -5,9 +5,11 @@
  * of every virtio device it emulates (bpf/qemu.bpf.c).
  *
  * Processes: every process whose executable's name matches "match" (default
- * qemu-system-*, qemu-kvm), found by a scan of /proc at most every poll
- * interval. Probes are per binary (an inode), so each binary is looked at
- * once (ELF: symbols in .symtab or in its debuginfo file under
+ * qemu-system-*, qemu-kvm), found by a scan of /proc at each attach attempt
+ * (every poll interval while unattached: ready() only stats the processes
+ * already known) and at most every 2 s in refreshes. Probes are per binary
+ * (an inode), so each binary is looked at once (ELF: symbols in .symtab or
+ * in its debuginfo file under
  * /usr/lib/debug/.build-id, USDT notes in .note.stapsdt) and its probes
  * attached once, for all its processes, current and future:
  *
@@ -21,12 +23,12 @@
  * of their binaries can be probed (the reason says which and why); it
  * attaches by itself when one appears.
  *
- * Instances: "<pid>" per QEMU process; histogram instances
- * "<pid>::<lo>-<hi>"; queues "<pid>/dev<k>/<n>" with k numbering the
- * process's virtio devices in order of first sight and n the queue index
- * (from virtio_queue_notify), or "<pid>/dev<k>/vq_<address>" while the
- * index is unknown. Exited processes leave at the next scan, with their
- * map entries.
+ * Instances: "<vm>" per QEMU process, its VM name (vmid.h), else its pid;
+ * histogram instances "<vm>::<lo>-<hi>"; queues "<vm>/dev<k>/<n>" with k
+ * numbering the process's virtio devices in order of first sight and n the
+ * queue index (from virtio_queue_notify), or "<vm>/dev<k>/vq_<address>"
+ * while the index is unknown. Exited processes leave at the next scan, with
+ * their map entries.
  */
 #include "virt.h"
 #include "rows.h"
@@ -883,19 +885,8 @@ static int qemu_labels(struct virt_family *fam, enum virt_indom_id indom, unsign
 	return (d = strchr(row->name, '/')) ? virt_label_queue(lp, d + 1, NULL) : 0;
 }
 
-const struct virt_module virt_module = {
-	.abi = VIRT_MODULE_ABI,
-	.name = "qemu",
-	.layout = VIRT_MODULE_LAYOUT,
-	.options = qemu_options,
-	.noptions = NOPTS,
-	.ready = qemu_ready,
-	.priv_size = sizeof(struct qemu_state),
-	.init = qemu_init,
-	.attach = &qemu_ops,
-	.ndrops = QEMU_DROPS,
-	.detach = qemu_detach,
-	.refresh = qemu_refresh,
-	.answers = qemu_answers,
-	.labels = qemu_labels,
-};
+VIRT_MODULE("qemu",
+	.options = qemu_options, .noptions = NOPTS,
+	.ready = qemu_ready, .priv_size = sizeof(struct qemu_state), .init = qemu_init,
+	.attach = &qemu_ops, .ndrops = QEMU_DROPS, .detach = qemu_detach,
+	.refresh = qemu_refresh, .answers = qemu_answers, .labels = qemu_labels);

@@ -11,8 +11,9 @@
  * when the set of loaded drivers changes, ready() says so and the agent
  * re-attaches (counters stay monotonic: rows keep their bases).
  *
- * Instances "<owner pid>/<device><n>/<queue>": owner pid = tgid of
- * dev->mm->owner (the VMM process that did VHOST_SET_OWNER), device = net,
+ * Instances "<vm>/<device><n>/<queue>": vm = the VM name of the owner
+ * (vmid.h), else its pid, the tgid of dev->mm->owner (the VMM process that
+ * did VHOST_SET_OWNER); device = net,
  * vsock or scsi (from the queue's handle_kick function, by address:
  * virt_ksym_lookup), n = 0, 1, ... per owner and kind in order of first sight
  * (lowest free number), queue = rx/tx for net and vsock, the vq index for
@@ -50,7 +51,9 @@ static const struct virt_option vhost_options[NOPTS] = {
 	[OPT_STALL_US] = { "stall_threshold_us", VIRT_OPT_UINT, 1, 60000000, "1000",
 		"a kick whose wakeup->handler latency exceeds this many microseconds is a stall" },
 	[OPT_MAX_QUEUES] = { "max_queues", VIRT_OPT_UINT, 4, 65536, "1024",
-		"vhost virtqueues tracked (slots: twice this, rounded up to a power of two, for the queues and vhost-net's socket polls); a queue finding none free is counted as dropped" },
+		"vhost virtqueues tracked (slots: twice this, rounded up to a power of two, for "
+		"the queues and vhost-net's socket polls); a queue finding none free is counted "
+		"as dropped" },
 	[OPT_MAX_EVENTS] = { "max_events", VIRT_OPT_UINT, 16, 1u << 20, "1024",
 		"stall event records the agent keeps for clients; older ones are dropped" },
 };
@@ -194,28 +197,10 @@ static int vhost_configure(struct virt_family *fam, struct virt_skel *obj, const
 
 /* Only the handler programs of drivers that are loaded: fentry and kprobe
  * on a function of a module that is not there cannot load/attach. */
-static bool vhost_has_net(const struct virt_family *fam, const char *method)
-{
-	(void)method;
-	return ((const struct vhost_state *)fam->priv)->had_net;
-}
-
-static bool vhost_has_vsock(const struct virt_family *fam, const char *method)
-{
-	(void)method;
-	return ((const struct vhost_state *)fam->priv)->had_vsock;
-}
-
-static bool vhost_has_scsi(const struct virt_family *fam, const char *method)
-{
-	(void)method;
-	return ((const struct vhost_state *)fam->priv)->had_scsi;
-}
-
 static const struct virt_prog_switch vhost_switches[] = {
-	{ "net_*", vhost_has_net },
-	{ "vsock_*", vhost_has_vsock },
-	{ "scsi_*", vhost_has_scsi },
+	VIRT_PROG_SWITCH("net_*", struct vhost_state, had_net),
+	VIRT_PROG_SWITCH("vsock_*", struct vhost_state, had_vsock),
+	VIRT_PROG_SWITCH("scsi_*", struct vhost_state, had_scsi),
 };
 
 /* The queues array mapped in, the stall ring buffer opened, the kick
@@ -691,19 +676,8 @@ static int vhost_labels(struct virt_family *fam, enum virt_indom_id indom, unsig
 	return virt_label_queue(lp, d + 1, NULL);
 }
 
-const struct virt_module virt_module = {
-	.abi = VIRT_MODULE_ABI,
-	.name = "vhost",
-	.layout = VIRT_MODULE_LAYOUT,
-	.options = vhost_options,
-	.noptions = NOPTS,
-	.ready = vhost_ready,
-	.priv_size = sizeof(struct vhost_state),
-	.init = vhost_init,
-	.attach = &vhost_ops,
-	.ndrops = VHOST_DROPS,
-	.detach = vhost_detach,
-	.refresh = vhost_refresh,
-	.answers = vhost_answers,
-	.labels = vhost_labels,
-};
+VIRT_MODULE("vhost",
+	.options = vhost_options, .noptions = NOPTS,
+	.ready = vhost_ready, .priv_size = sizeof(struct vhost_state), .init = vhost_init,
+	.attach = &vhost_ops, .ndrops = VHOST_DROPS, .detach = vhost_detach,
+	.refresh = vhost_refresh, .answers = vhost_answers, .labels = vhost_labels);

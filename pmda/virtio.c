@@ -43,9 +43,11 @@ static const struct virt_option virtio_options[NOPTS] = {
 	[OPT_LATENCY] = { "latency", VIRT_OPT_BOOL, 0, 0, "true",
 		"add->completion latency histograms and inflight; false = counts only (cheaper)" },
 	[OPT_MAX_QUEUES] = { "max_queues", VIRT_OPT_UINT, 2, 65536, "1024",
-		"slots for virtqueues (rounded up to a power of two); a queue finding none free is counted as dropped" },
+		"slots for virtqueues (rounded up to a power of two); a queue finding none free "
+		"is counted as dropped" },
 	[OPT_MAX_INFLIGHT] = { "max_inflight", VIRT_OPT_UINT, 64, 1u << 22, "16384",
-		"descriptor heads timed at once (all queues), in blocks of 64 a queue takes as its ring uses them; an add finding no block is counted as dropped" },
+		"descriptor heads timed at once (all queues), in blocks of 64 a queue takes as "
+		"its ring uses them; an add finding no block is counted as dropped" },
 };
 
 #define SW (sizeof(struct virtio_stats) / sizeof(__u64))
@@ -82,6 +84,7 @@ struct virtio_state {
 	struct virtio_bpf *skel;
 	struct virt_table rows;		/* of struct vq_row */
 	struct virt_slots slots;	/* the queues map, mmap'ed: a record per slot */
+	bool timed;			/* latency = true: the head hooks load */
 };
 
 /* ------------------------------------------------------------- ready */
@@ -128,15 +131,9 @@ static bool virtio_ready(struct virt_family *fam)
 /* ------------------------------------------------------------ attach */
 
 /* Counts only (latency = false): the descriptor-head hooks stay out. */
-static bool virtio_timed(const struct virt_family *fam, const char *method)
-{
-	(void)method;
-	return fam->opts[OPT_LATENCY].b;
-}
-
 static const struct virt_prog_switch virtio_switches[] = {
-	{ "map_sg", virtio_timed },
-	{ "detach_buf_*", virtio_timed },
+	VIRT_PROG_SWITCH("map_sg", struct virtio_state, timed),
+	VIRT_PROG_SWITCH("detach_buf_*", struct virtio_state, timed),
 };
 
 /* Slots for max_queues, a power of two; heads timed in blocks. */
@@ -149,6 +146,7 @@ static int virtio_configure(struct virt_family *fam, struct virt_skel *obj, cons
 
 	(void)method, (void)why, (void)len;
 	skel->rodata->latency = latency;
+	((struct virtio_state *)fam->priv)->timed = latency;
 	skel->rodata->slot_bits = bits;
 	bpf_map__set_max_entries(skel->maps.queues, 1U << bits);
 	bpf_map__set_max_entries(skel->maps.info, 1U << bits);
@@ -391,19 +389,8 @@ static int virtio_labels(struct virt_family *fam, enum virt_indom_id indom, unsi
 	return virt_label_queue(lp, row->name, VIRT_ENTRY_OF(row, struct vq_row)->driver);
 }
 
-const struct virt_module virt_module = {
-	.abi = VIRT_MODULE_ABI,
-	.name = "virtio",
-	.layout = VIRT_MODULE_LAYOUT,
-	.options = virtio_options,
-	.noptions = NOPTS,
-	.ready = virtio_ready,
-	.priv_size = sizeof(struct virtio_state),
-	.init = virtio_init,
-	.attach = &virtio_ops,
-	.ndrops = VIRTIO_DROPS,
-	.detach = virtio_detach,
-	.refresh = virtio_refresh,
-	.answers = virtio_answers,
-	.labels = virtio_labels,
-};
+VIRT_MODULE("virtio",
+	.options = virtio_options, .noptions = NOPTS,
+	.ready = virtio_ready, .priv_size = sizeof(struct virtio_state), .init = virtio_init,
+	.attach = &virtio_ops, .ndrops = VIRTIO_DROPS, .detach = virtio_detach,
+	.refresh = virtio_refresh, .answers = virtio_answers, .labels = virtio_labels);

@@ -91,7 +91,7 @@ static void autoload_variant(struct virt_family *fam, const struct virt_attach_o
 
 		for (unsigned int i = 0; on && i < ops->nswitches; i++)
 			if (what_matches(ops->switches[i].what, name + plen))
-				on = ops->switches[i].on(fam, method);
+				on = *(const bool *)((const char *)fam->priv + ops->switches[i].on);
 		bpf_program__set_autoload(prog, on);
 	}
 }

@@ -21,12 +21,15 @@ unsigned long long virt_poll_ms = 2000;
 
 static const struct virt_option agent_options[] = {
 	{ "poll_interval_ms", VIRT_OPT_UINT, 100, 3600000, "2000",
-	  "how often families that are not attached retry (e.g. once kvm_amd or vhost_net is loaded)" },
+	  "how often families that are not attached retry (e.g. once kvm_amd or vhost_net is "
+	  "loaded)" },
 	{ "percentile_window_s", VIRT_OPT_UINT, 1, 3600, "10",
-	  "the *_p50/_p90/_p99 metrics cover what the histograms counted in the last this many seconds" },
+	  "the *_p50/_p90/_p99 metrics cover what the histograms counted in the last this "
+	  "many seconds" },
 	{ "bpf_stats", VIRT_OPT_BOOL, 0, 0, "false",
-	  "true: keep the kernel's BPF run-time statistics on while the agent runs (virt.control.module.prog_*); "
-	  "costs two clock reads per run of every BPF program on the host" },
+	  "true: keep the kernel's BPF run-time statistics on while the agent runs "
+	  "(virt.control.module.prog_*); costs two clock reads per run of every BPF program "
+	  "on the host" },
 };
 #define AGENT_NOPTS VIRT_ARRAY_SIZE(agent_options)
 static union virt_optval agent_vals[AGENT_NOPTS];
@@ -37,16 +40,44 @@ static void log_config(void *arg, const char *msg)
 	pmNotifyErr(LOG_ERR, "config: %s", msg);
 }
 
+/* An option's help as "# " lines of at most 78 columns, cut at spaces. */
+static void print_help(const char *text)
+{
+	const char *p = text;
+
+	while (*p) {
+		size_t cut = strlen(p);
+
+		if (cut > 76) {
+			for (cut = 76; cut > 0 && p[cut] != ' '; cut--)
+				;
+			if (cut == 0)		/* a word longer than a line */
+				cut = strcspn(p, " ");
+		}
+		printf("# %.*s\n", (int)cut, p);
+		for (p += cut; *p == ' '; p++)
+			;
+	}
+}
+
+static void print_option(const struct virt_option *o)
+{
+	char help[1024];
+
+	if (o->type == VIRT_OPT_UINT)
+		snprintf(help, sizeof(help), "%s (%llu..%llu)", o->help, o->min, o->max);
+	else
+		snprintf(help, sizeof(help), "%s", o->help);
+	print_help(help);
+	printf("%s = %s\n", o->key, o->defval);
+}
+
 static void print_section(const char *name, const struct virt_option *o, unsigned int n)
 {
-	printf("[%s]\nenabled = true\n# attach method: auto = the cheapest that works here\nmethod = auto\n", name);
-	for (unsigned int i = 0; i < n; i++) {
-		if (o[i].type == VIRT_OPT_UINT)
-			printf("# %s (%llu..%llu)\n", o[i].help, o[i].min, o[i].max);
-		else
-			printf("# %s\n", o[i].help);
-		printf("%s = %s\n", o[i].key, o[i].defval);
-	}
+	printf("[%s]\nenabled = true\n# attach method: auto = the cheapest that works here\n"
+	       "method = auto\n", name);
+	for (unsigned int i = 0; i < n; i++)
+		print_option(&o[i]);
 	printf("\n");
 }
 
@@ -59,8 +90,7 @@ void virt_print_config(void)
 	       "# ($PCP_LOG_DIR/pmcd/virt.log) names the file, line and key.\n\n");
 	printf("[agent]\n");
 	for (unsigned int i = 0; i < AGENT_NOPTS; i++)
-		printf("# %s\n%s = %s\n", agent_options[i].help, agent_options[i].key,
-		       agent_options[i].defval);
+		print_option(&agent_options[i]);
 	printf("\n");
 	for (int f = 1; f < VIRT_NFAMILIES; f++)
 		if (virt_families[f].mod)

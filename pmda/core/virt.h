@@ -2,10 +2,12 @@
  * pmdavirt module ABI: what the agent (pmdavirt) and a family module
  * (modules/virt_<family>.so) share.
  *
- * The agent owns the metric and instance-domain tables (metrics/<family>.def), the
- * config file, the status metrics and the PCP protocol. A module owns its BPF
- * object: it attaches, reads its maps in bulk on refresh, maintains its
- * instance domains and answers fetches for its own metrics.
+ * The agent owns the metric and instance-domain tables (metrics/<family>.def),
+ * the config file, the status metrics, the PCP protocol, every fetch (from
+ * a module's answers table), the module's state, the attach of its BPF
+ * skeleton (as its attach ops say) and the sum of its drops. A module
+ * describes its BPF object (methods, sizes, program switches), reads its
+ * maps in bulk on refresh and keeps its rows and instance domains.
  */
 #ifndef VIRT_H
 #define VIRT_H
@@ -161,6 +163,13 @@ struct virt_module {
 	uint64_t (*caps)(const struct virt_family *fam);
 };
 
+/* A module's struct virt_module (what the agent dlsym()s: "virt_module"),
+ * abi, name and layout filled in, then the other members as designated
+ * initializers. */
+#define VIRT_MODULE(fname, ...)							\
+	const struct virt_module virt_module = { .abi = VIRT_MODULE_ABI, .name = fname,	\
+						 .layout = VIRT_MODULE_LAYOUT, __VA_ARGS__ }
+
 /*
  * Services the agent exports to modules (pmdavirt links with -rdynamic).
  */
@@ -226,18 +235,20 @@ struct virt_skel {			/* how every bpftool skeleton begins */
 	struct bpf_object *obj;
 };
 /* Programs of the variant whose <what> is what (or begins with it, for a
- * what ending in '*') load only while on() is true (after configure). */
+ * what ending in '*') load only while a bool of the module's state
+ * (fam->priv) is true, as configure left it: VIRT_PROG_SWITCH. */
 struct virt_prog_switch {
 	const char *what;
-	bool (*on)(const struct virt_family *fam, const char *method);
+	size_t on;			/* offset of the bool in fam->priv */
 };
+#define VIRT_PROG_SWITCH(what, T, flag) { what, offsetof(T, flag) }
 struct virt_attach_ops {
 	const char *const *methods;	/* variant names, cheapest first */
 	unsigned int nmethods;
 	/* the skeleton's __open(), as a struct virt_skel *: VIRT_ATTACH_OPS */
 	struct virt_skel *(*open)(void);
-	/* before load: rodata, map sizes (may be NULL). 0, VIRT_NOT_YET
-	 * (nothing to attach to yet) or -1, with why */
+	/* before load: rodata, map sizes, the switches' bools (may be
+	 * NULL). 0, VIRT_NOT_YET (nothing to attach to yet) or -1, with why */
 	int (*configure)(struct virt_family *fam, struct virt_skel *skel,
 			 const char *method, char *why, size_t len);
 	const struct virt_prog_switch *switches;
