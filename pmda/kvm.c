@@ -189,13 +189,8 @@ static int kvm_attached(struct virt_family *fam, struct virt_skel *obj, char *wh
 
 static const char *const kvm_methods[] = { "tp_btf", "raw_tp", "tracepoint" };
 
-VIRT_ATTACH_OPS(kvm_ops, kvm_bpf,
-	.methods = kvm_methods,
-	.nmethods = VIRT_ARRAY_SIZE(kvm_methods),
-	.configure = kvm_configure,
-	.switches = kvm_switches,
-	.nswitches = VIRT_ARRAY_SIZE(kvm_switches),
-	.attached = kvm_attached);
+VIRT_ATTACH_OPS(kvm_ops, kvm_bpf, VIRT_METHODS(kvm_methods), VIRT_SWITCHES(kvm_switches),
+	.configure = kvm_configure, .attached = kvm_attached);
 
 static int kvm_alloc_buffers(struct kvm_state *st, struct virt_family *fam)
 {

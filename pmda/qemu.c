@@ -655,11 +655,8 @@ static int qemu_attached(struct virt_family *fam, struct virt_skel *obj, char *w
 
 static const char *const qemu_methods[] = { "uprobe" };
 
-VIRT_ATTACH_OPS(qemu_ops, qemu_bpf,
-	.methods = qemu_methods,
-	.nmethods = VIRT_ARRAY_SIZE(qemu_methods),
-	.configure = qemu_configure,
-	.attached = qemu_attached);
+VIRT_ATTACH_OPS(qemu_ops, qemu_bpf, VIRT_METHODS(qemu_methods),
+	.configure = qemu_configure, .attached = qemu_attached);
 
 static void qemu_detach(struct virt_family *fam)
 {

@@ -227,13 +227,8 @@ static int vhost_attached(struct virt_family *fam, struct virt_skel *obj, char *
 
 static const char *const vhost_methods[] = { "fentry", "kprobe" };
 
-VIRT_ATTACH_OPS(vhost_ops, vhost_bpf,
-	.methods = vhost_methods,
-	.nmethods = VIRT_ARRAY_SIZE(vhost_methods),
-	.configure = vhost_configure,
-	.switches = vhost_switches,
-	.nswitches = VIRT_ARRAY_SIZE(vhost_switches),
-	.attached = vhost_attached);
+VIRT_ATTACH_OPS(vhost_ops, vhost_bpf, VIRT_METHODS(vhost_methods), VIRT_SWITCHES(vhost_switches),
+	.configure = vhost_configure, .attached = vhost_attached);
 
 /* First attach: rows and the stall event ring live until exit. */
 static int vhost_init(struct virt_family *fam)

@@ -170,13 +170,8 @@ static int virtio_attached(struct virt_family *fam, struct virt_skel *obj, char 
 
 static const char *const virtio_methods[] = { "fentry", "kprobe" };
 
-VIRT_ATTACH_OPS(virtio_ops, virtio_bpf,
-	.methods = virtio_methods,
-	.nmethods = VIRT_ARRAY_SIZE(virtio_methods),
-	.configure = virtio_configure,
-	.switches = virtio_switches,
-	.nswitches = VIRT_ARRAY_SIZE(virtio_switches),
-	.attached = virtio_attached);
+VIRT_ATTACH_OPS(virtio_ops, virtio_bpf, VIRT_METHODS(virtio_methods),
+	VIRT_SWITCHES(virtio_switches), .configure = virtio_configure, .attached = virtio_attached);
 
 /* First attach: rows live until exit. */
 static int virtio_init(struct virt_family *fam)

@@ -261,7 +261,10 @@ struct virt_attach_ops {
 			char *why, size_t len);
 };
 /* static const struct virt_attach_ops name for the bpftool skeleton
- * struct S (S__open()), with the other members as designated initializers. */
+ * struct S (S__open()), with the other members as designated initializers;
+ * VIRT_METHODS(array) and VIRT_SWITCHES(array) give an array and its size. */
+#define VIRT_METHODS(m) .methods = (m), .nmethods = VIRT_ARRAY_SIZE(m)
+#define VIRT_SWITCHES(s) .switches = (s), .nswitches = VIRT_ARRAY_SIZE(s)
 #define VIRT_ATTACH_OPS(name, S, ...)						\
 	static struct virt_skel *name##_open(void)				\
 	{									\
