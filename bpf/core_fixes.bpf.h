@@ -1,5 +1,7 @@
 /* Kernel-version flavours of the fields the BPF programs read, behind
  * accessors; each cites the commit (and release) that changed the field.
+ * A family's mirrors of a kernel module's private structs, which are no
+ * flavours, are the family's: bpf/<family>_kernel.bpf.h.
  * CO-RE picks the flavour that matches the running kernel's BTF. The task
  * accessors take BTF-typed pointers (tp_btf arguments): their reads are
  * plain loads, no helper call. */
@@ -231,168 +233,9 @@ static __always_inline __u32 vmx_vcpu_exit_reason(void *vcpu)
 	return 0xffffffffu;
 }
 
-/* ---------------------------------------------------------------- vhost
- * drivers/vhost/vhost.h (the vhost module's BTF): just the fields read,
- * all probe reads. */
-struct vhost_work___virt {
-	void *fn;
-} __attribute__((preserve_access_index));
-
-struct vhost_dev___virt;
-
-struct vhost_poll___virt {
-	struct wait_queue_entry wait;
-	struct vhost_work___virt work;
-	unsigned int mask;
-	struct vhost_dev___virt *dev;
-} __attribute__((preserve_access_index));
-
-/* include/linux/mm_types.h struct mm_struct: owner since cf475ad28ac3
- * (v2.6.26), and only with CONFIG_MEMCG (a configuration, not a version:
- * see vhost_dev_owner) */
-struct mm_struct___virt {
-	struct task_struct *owner;
-} __attribute__((preserve_access_index));
-
-/* weight and byte_weight since e82b9b0727ff ("vhost: introduce
- * vhost_exceeds_weight()", 2019, also in the stable kernels of then) */
-struct vhost_dev___virt {
-	struct mm_struct___virt *mm;
-	void **vqs;
-	int nvqs;
-	int weight;
-	int byte_weight;
-} __attribute__((preserve_access_index));
-
-struct vhost_virtqueue___virt {
-	struct vhost_dev___virt *dev;
-	struct vhost_poll___virt poll;
-	void *handle_kick;
-} __attribute__((preserve_access_index));
-
-/* Offsets that turn the pointers vhost's hooks get into the queue's:
- * vq->poll, poll->wait (vhost_poll_wakeup's), poll->work (vhost_work's) */
-static __always_inline __u32 vhost_vq_poll_offset(void)
-{
-	return bpf_core_field_offset(struct vhost_virtqueue___virt, poll);
-}
-
-static __always_inline __u32 vhost_poll_wait_offset(void)
-{
-	return bpf_core_field_offset(struct vhost_poll___virt, wait);
-}
-
-static __always_inline __u32 vhost_poll_work_offset(void)
-{
-	return bpf_core_field_offset(struct vhost_poll___virt, work);
-}
-
-static __always_inline __u64 vhost_vq_dev(__u64 vq)
-{
-	struct vhost_virtqueue___virt *q = (void *)vq;
-
-	return (__u64)BPF_CORE_READ(q, dev);
-}
-
-static __always_inline __u64 vhost_vq_handle_kick(__u64 vq)
-{
-	struct vhost_virtqueue___virt *q = (void *)vq;
-
-	return (__u64)BPF_CORE_READ(q, handle_kick);
-}
-
-static __always_inline unsigned int vhost_vq_poll_mask(__u64 vq)
-{
-	struct vhost_virtqueue___virt *q = (void *)vq;
-
-	return BPF_CORE_READ(q, poll.mask);
-}
-
-static __always_inline __u64 vhost_poll_dev(__u64 poll)
-{
-	struct vhost_poll___virt *p = (void *)poll;
-
-	return (__u64)BPF_CORE_READ(p, dev);
-}
-
-static __always_inline __u64 vhost_poll_work_fn(__u64 poll)
-{
-	struct vhost_poll___virt *p = (void *)poll;
-
-	return (__u64)BPF_CORE_READ(p, work.fn);
-}
-
-/* dev->mm->owner: the task that owns the device's memory (the VMM), NULL
- * when the device has no mm yet or the kernel has no mm->owner
- * (CONFIG_MEMCG unset) */
-static __always_inline struct task_struct *vhost_dev_owner(__u64 dev)
-{
-	struct vhost_dev___virt *d = (void *)dev;
-	struct mm_struct___virt *mm = BPF_CORE_READ(d, mm);
-
-	if (mm && bpf_core_field_exists(mm->owner))
-		return BPF_CORE_READ(mm, owner);
-	return NULL;
-}
-
-static __always_inline int vhost_dev_weight(__u64 dev)
-{
-	struct vhost_dev___virt *d = (void *)dev;
-
-	return BPF_CORE_READ(d, weight);
-}
-
-static __always_inline int vhost_dev_byte_weight(__u64 dev)
-{
-	struct vhost_dev___virt *d = (void *)dev;
-
-	return BPF_CORE_READ(d, byte_weight);
-}
-
-static __always_inline __u64 vhost_dev_vqs(__u64 dev)
-{
-	struct vhost_dev___virt *d = (void *)dev;
-
-	return (__u64)BPF_CORE_READ(d, vqs);
-}
-
-static __always_inline int vhost_dev_nvqs(__u64 dev)
-{
-	struct vhost_dev___virt *d = (void *)dev;
-
-	return BPF_CORE_READ(d, nvqs);
-}
-
-/* --------------------------------------------------------------- virtio
- * drivers/virtio/virtio_ring.c struct vring_virtqueue: private to that
- * file (the virtio_ring module's BTF, or vmlinux's when built in), its
- * first member the struct virtqueue (to_vvq() is a container_of: both
- * pointers are equal). free_head, the head of the free descriptor list
- * (the head the next add takes), has been a member since 0a8a69dd77dd
- * ("Virtio helper routines for a descriptor ringbuffer implementation",
- * v2.6.24) and stayed one, shared by both layouts, when 1ce9e6055fa0
- * ("virtio_ring: introduce packed ring support", v5.0) moved the split
- * ring's own fields into vq->split; vring_map_one_sg(vq, ...), the hook
- * that reads it, exists since 780bc7903a32 ("virtio_ring: Support DMA
- * APIs", v4.6). */
-struct vring_virtqueue___virt {
-	unsigned int free_head;
-} __attribute__((preserve_access_index));
-
-/* vq->free_head of a BTF-typed vq (fentry: a plain load) */
-static __always_inline unsigned int vring_free_head(void *vq)
-{
-	return ((struct vring_virtqueue___virt *)vq)->free_head;
-}
-
-/* vq->free_head of an untyped vq (kprobe: a probe read) */
-static __always_inline unsigned int vring_free_head_probe(void *vq)
-{
-	struct vring_virtqueue___virt *v = vq;
-
-	return BPF_CORE_READ(v, free_head);
-}
-
+/* ---------------------------------------------------------------- virtio
+ * The scatterlist's layout (a configuration flavour); the ring's private
+ * struct vring_virtqueue is virtio's own: bpf/virtio_kernel.bpf.h. */
 /* Does struct scatterlist begin with page_link (8 bytes), offset, length,
  * so that its first 16 bytes can be read in one probe read? Not with
  * CONFIG_DEBUG_SG, whose sg_magic comes first (include/linux/scatterlist.h). */

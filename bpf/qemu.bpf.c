@@ -15,7 +15,7 @@
  *     virtio_notify, virtio_notify_irqfd
  *
  * Every program is named virt_qemu_uprobe_* (USDT probes are uprobes too):
- * one variant, which the agent loads whole (virt_autoload_variant).
+ * one variant, which the agent loads whole (pmda/core/kernel.c).
  *
  * A thread is in at most one flush at a time, and a receive nests only in
  * itself (software RSS re-enters it for the chosen subqueue), so a small

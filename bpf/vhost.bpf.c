@@ -41,6 +41,7 @@
 #include "vhost.h"
 #include "virt_bpf.h"
 #include "core_fixes.bpf.h"
+#include "vhost_kernel.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -55,7 +56,7 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u64 stall_ns = 1000000;
 
 /* vhost's structs (the vhost module's BTF), behind accessors:
- * bpf/core_fixes.bpf.h */
+ * bpf/vhost_kernel.bpf.h */
 
 _Static_assert(VHOST_SLOT_FREED == VIRT_SLOT_FREED, "the agent frees slots as virt_bpf.h reads them");
 

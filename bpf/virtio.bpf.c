@@ -29,6 +29,7 @@
 #include "virtio.h"
 #include "virt_bpf.h"
 #include "core_fixes.bpf.h"
+#include "virtio_kernel.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -568,7 +569,7 @@ static __always_inline void on_del(__u64 vq)
 /* Latency only (the agent loads them with latency on): descriptor heads.
  * First in the object, so attached before the add and get_buf hooks: an
  * add or completion seen at all is seen with its head: the head an add
- * takes is the ring's free list head, vring_free_head() (core_fixes.bpf.h). */
+ * takes is the ring's free list head, vring_free_head() (virtio_kernel.bpf.h). */
 SEC("fentry/vring_map_one_sg")
 int BPF_PROG(virt_virtio_fentry_map_sg, void *vq)
 {

@@ -25,19 +25,28 @@ static const struct virt_option kvm_options[NOPTS] = {
 	[OPT_LATENCY] = { "latency", VIRT_OPT_BOOL, 0, 0, "true",
 		"exit->entry latency histograms; false = counts only (cheaper)" },
 	[OPT_MAX_VCPUS] = { "max_vcpus", VIRT_OPT_UINT, 16, 1u << 20, "4096",
-		"vCPUs tracked (exit->entry pairing, per-VM counts), in a table of twice as many slots; exits of a vCPU that finds no slot are counted as dropped" },
+		"vCPUs tracked (exit->entry pairing, per-VM counts), in a table of twice as many "
+		"slots; exits of a vCPU that finds no slot are counted as dropped" },
 	[OPT_MAX_VMS] = { "max_vms", VIRT_OPT_UINT, 1, 65536, "1024",
 		"VMM processes with per-VM rows; threads of more are counted as dropped" },
 	[OPT_MAX_HCALLS] = { "max_hypercalls", VIRT_OPT_UINT, 1, 65536, "256",
 		"distinct hypercall numbers; more are counted as dropped" },
 	[OPT_SCHED] = { "sched", VIRT_OPT_BOOL, 0, 0, "true",
-		"scheduler hooks (method tp_btf): the run-queue wait histogram of each VM and its split by what held the CPU; false = run delay counters only (read from schedstat, no per-switch cost)" },
+		"scheduler hooks (method tp_btf): the run-queue wait histogram of each VM and "
+		"its split by what held the CPU; false = run delay counters only (read from "
+		"schedstat, no per-switch cost)" },
 	[OPT_SUBREASONS] = { "subreasons", VIRT_OPT_BOOL, 0, 0, "false",
-		"what exits are about, per VM: port I/O by port, MSR accesses by MSR, CPUID by leaf, MMIO by address (virt.kvm.pio, msr, cpuid, mmio); false = not traced, the exit path unchanged" },
+		"what exits are about, per VM: port I/O by port, MSR accesses by MSR, CPUID by "
+		"leaf, MMIO by address (virt.kvm.pio, msr, cpuid, mmio); false = not traced, the "
+		"exit path unchanged" },
 	[OPT_SUB_TOP] = { "subreasons_top", VIRT_OPT_UINT, 1, 4096, "16",
-		"ports, MSRs, CPUID leaves and MMIO addresses per VM and kind with instances of their own (the first seen); later ones count in <vm>/other" },
+		"ports, MSRs, CPUID leaves and MMIO addresses per VM and kind with instances of "
+		"their own (the first seen); later ones count in <vm>/other" },
 	[OPT_VCPU_STATS] = { "vcpu_stats", VIRT_OPT_BOOL, 0, 0, "false",
-		"KVM's own per-vCPU statistics and histograms (virt.kvm.vcpu.kvm_stat.*, kvm_hist) from the vCPU statistics fds the VMM keeps (newer QEMUs; not QEMU 7.2), shared with pidfd_getfd(): the agent then keeps CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH; false = not read, both dropped" },
+		"KVM's own per-vCPU statistics and histograms (virt.kvm.vcpu.kvm_stat.*, "
+		"kvm_hist) from the vCPU statistics fds the VMM keeps (newer QEMUs; not QEMU "
+		"7.2), shared with pidfd_getfd(): the agent then keeps CAP_SYS_PTRACE and "
+		"CAP_DAC_READ_SEARCH; false = not read, both dropped" },
 };
 
 /* ------------------------------------------------------------- names */
@@ -114,11 +123,6 @@ static int map_arrays(struct kvm_state *st, struct kvm_bpf *skel, size_t nvcpus)
 	return -1;
 }
 
-static struct virt_skel *kvm_open_skel(void)
-{
-	return (struct virt_skel *)kvm_bpf__open();
-}
-
 /* Slots: twice max_vcpus, a power of two. The variant's vCPU destroy hook
  * (fentry with tp_btf, kprobe with raw_tp) frees slots in the kernel; the
  * classic tracepoints key slots by thread, not vCPU: the agent frees them
@@ -137,11 +141,6 @@ static int kvm_configure(struct virt_family *fam, struct virt_skel *obj, const c
 	skel->rodata->latency = latency;
 	skel->rodata->slot_bits = bits;
 	skel->rodata->sched = fam->opts[OPT_SCHED].b && strcmp(method, "tp_btf") == 0;
-	if (!skel->rodata->sched) {
-		bpf_program__set_autoload(skel->progs.virt_kvm_tp_btf_sched_switch, false);
-		bpf_program__set_autoload(skel->progs.virt_kvm_tp_btf_sched_wakeup, false);
-		bpf_program__set_autoload(skel->progs.virt_kvm_tp_btf_sched_migrate, false);
-	}
 	st->sched_on = skel->rodata->sched;
 	st->poll_on = strcmp(method, "tracepoint") != 0;
 	if (st->sched_on && libbpf_num_possible_cpus() > KVM_CPUS_MAX)
@@ -151,37 +150,46 @@ static int kvm_configure(struct virt_family *fam, struct virt_skel *obj, const c
 	bpf_map__set_max_entries(skel->maps.hcalls, (__u32)fam->opts[OPT_MAX_HCALLS].u);
 	bpf_map__set_max_entries(skel->maps.vms_gone, (__u32)fam->opts[OPT_MAX_VMS].u);
 	bpf_map__set_max_entries(skel->maps.vcpus_gone, (__u32)fam->opts[OPT_MAX_VCPUS].u);
-	kvm_subs_configure(fam, skel, obj->obj, method);
+	kvm_subs_configure(fam, skel);
 	skel->rodata->vmcb_cache = strcmp(method, "tp_btf") == 0 && virt_kmod_present("kvm_amd") &&
 				   virt_ksym_exists("svm_switch_vmcb");
-	if (!skel->rodata->vmcb_cache)
-		bpf_program__set_autoload(skel->progs.virt_kvm_tp_btf_switch_vmcb, false);
+	st->vmcb_cache = skel->rodata->vmcb_cache;
 	return 0;
 }
+
+/* Hooks loaded only with what needs them: the scheduler's, the vmcb
+ * cache's and subreasons' (kvm_subs_configure); the entry program that
+ * charges subreasons' time replaces the plain one (which the exit path
+ * keeps without them). */
+#define ON(what, flag) VIRT_PROG_SWITCH(what, struct kvm_state, flag)
+static const struct virt_prog_switch kvm_switches[] = {
+	ON("sched_*", sched_on), ON("switch_vmcb", vmcb_cache),
+	ON("pio", subs_on), ON("msr", subs_on), ON("cpuid", subs_on), ON("mmio", subs_on),
+	ON("fast_mmio", fast_mmio_on), ON("entry", entry_plain), ON("entry_subs", subs_timed),
+};
+#undef ON
 
 /* The shared arrays mapped in. */
 static int kvm_attached(struct virt_family *fam, struct virt_skel *obj, char *why, size_t len)
 {
 	struct kvm_bpf *skel = (struct kvm_bpf *)obj;
+	struct kvm_state *st = fam->priv;
 
-	if (map_arrays(fam->priv, skel, bpf_map__max_entries(skel->maps.vcpus)) < 0) {
+	if (map_arrays(st, skel, bpf_map__max_entries(skel->maps.vcpus)) < 0) {
 		snprintf(why, len, "mmap: %s", strerror(errno));
 		return -1;
 	}
 	if (skel->rodata->vmcb_cache)
 		virt_log(LOG_INFO, "kvm: SVM exit reasons through each vCPU's vmcb, kept by svm_switch_vmcb");
+	st->skel = skel;
+	st->vm_drops = 0;
 	return 0;
 }
 
 static const char *const kvm_methods[] = { "tp_btf", "raw_tp", "tracepoint" };
 
-static const struct virt_attach_ops kvm_ops = {
-	.methods = kvm_methods,
-	.nmethods = VIRT_ARRAY_SIZE(kvm_methods),
-	.open = kvm_open_skel,
-	.configure = kvm_configure,
-	.attached = kvm_attached,
-};
+VIRT_ATTACH_OPS(kvm_ops, kvm_bpf, VIRT_METHODS(kvm_methods), VIRT_SWITCHES(kvm_switches),
+	.configure = kvm_configure, .attached = kvm_attached);
 
 static int kvm_alloc_buffers(struct kvm_state *st, struct virt_family *fam)
 {
@@ -245,7 +253,6 @@ static void kvm_detach(struct virt_family *fam)
 	kvm_statfds_close_all(st);
 	st->vgone_valid = false;
 	unmap_arrays(st);
-	virt_skel_destroy((struct virt_skel *)st->skel);
 	st->skel = NULL;
 	for (unsigned int s = 0; s < KVM_SLOTS; s++)
 		virt_row_rebase(&st->slots[s]);
@@ -255,32 +262,22 @@ static void kvm_detach(struct virt_family *fam)
 	rebase_keyed(&st->hcalls);
 }
 
-static int kvm_attach(struct virt_family *fam)
+/* First attach: rows live until exit. */
+static int kvm_init(struct virt_family *fam)
 {
 	struct kvm_state *st = fam->priv;
 
-	if (!st) {			/* first attach: rows live until exit */
-		st = calloc(1, sizeof(*st));
-		if (!st)
-			return -ENOMEM;
-		if (kvm_alloc_buffers(st, fam) < 0) {
-			free(st);
-			return -ENOMEM;
-		}
-		fam->priv = st;
-		st->other = st->hcalls = VIRT_TABLE_OF(struct virt_keyed);
-		st->vms = VIRT_TABLE_OF_SUMS(struct vm_entry, sums, VM_WORDS);
-		st->vcpu_rows = VIRT_TABLE_OF_SUMS(struct vcpu_entry, sums, VM_WORDS);
-		for (unsigned int k = 0; k < KVM_SUB_KINDS; k++)
-			st->subs[k] = VIRT_TABLE_OF_SUMS(struct sub_entry, sums, 2);
-		st->books = st->vcpu_books = st->vcpu_hists = VIRT_TABLE_OF(struct book_entry);
-		st->vstats_on = fam->opts[OPT_VCPU_STATS].b;
-		init_rows(st);
-	}
-	st->vm_drops = 0;
-	if (!(st->skel = (struct kvm_bpf *)virt_attach_skel(fam, &kvm_ops)))
-		return -ENOENT;
-	return VIRT_ATTACHED;
+	if (kvm_alloc_buffers(st, fam) < 0)
+		return -ENOMEM;
+	st->other = st->hcalls = VIRT_TABLE_OF(struct virt_keyed);
+	st->vms = VIRT_TABLE_OF_SUMS(struct vm_entry, sums, VM_WORDS);
+	st->vcpu_rows = VIRT_TABLE_OF_SUMS(struct vcpu_entry, sums, VM_WORDS);
+	for (unsigned int k = 0; k < KVM_SUB_KINDS; k++)
+		st->subs[k] = VIRT_TABLE_OF_SUMS(struct sub_entry, sums, 2);
+	st->books = st->vcpu_books = st->vcpu_hists = VIRT_TABLE_OF(struct book_entry);
+	st->vstats_on = fam->opts[OPT_VCPU_STATS].b;
+	init_rows(st);
+	return 0;
 }
 
 /* ------------------------------------------------------------ refresh */
@@ -404,8 +401,7 @@ static int kvm_refresh(struct virt_family *fam)
 		kvm_statfds_read(st);
 	else if (st->vstats_on)
 		kvm_statfds_drop_stale(st);
-	fam->dropped_now = virt_percpu_counters_total(bpf_map__fd(skel->maps.drops), &st->bulk,
-						      KVM_DROPS) + st->vm_drops;
+	fam->dropped_now = st->vm_drops;	/* and the drops map's: the agent's */
 	return err ? -EIO : 0;
 }
 
@@ -552,17 +548,8 @@ static int kvm_labels(struct virt_family *fam, enum virt_indom_id indom, unsigne
 	return sts < 0 ? sts : 0;
 }
 
-const struct virt_module virt_module = {
-	.abi = VIRT_MODULE_ABI,
-	.name = "kvm",
-	.layout = VIRT_MODULE_LAYOUT,
-	.options = kvm_options,
-	.noptions = NOPTS,
-	.ready = kvm_ready,
-	.attach = kvm_attach,
-	.detach = kvm_detach,
-	.refresh = kvm_refresh,
-	.answers = kvm_answers,
-	.labels = kvm_labels,
-	.caps = kvm_caps,
-};
+VIRT_MODULE("kvm",
+	.options = kvm_options, .noptions = NOPTS,
+	.ready = kvm_ready, .priv_size = sizeof(struct kvm_state), .init = kvm_init,
+	.attach = &kvm_ops, .ndrops = KVM_DROPS, .detach = kvm_detach,
+	.refresh = kvm_refresh, .answers = kvm_answers, .labels = kvm_labels, .caps = kvm_caps);

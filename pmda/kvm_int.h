@@ -196,6 +196,9 @@ struct kvm_state {
 	struct kvm_vm_stats *gone;
 	uint64_t vm_drops;		/* this attach's, with the drops map's */
 	bool sched_on;			/* scheduler hooks loaded (tp_btf, sched) */
+	bool vmcb_cache;		/* svm_switch_vmcb's hook loaded */
+	bool fast_mmio_on;		/* subreasons' kvm_fast_mmio hook loaded */
+	bool entry_plain;		/* latency without subreasons: plain entry */
 	bool poll_on;			/* halts carry KVM's poll time (not tracepoint) */
 	bool subs_on, subs_timed;	/* subreasons loaded; with latency */
 	struct virt_table subs[KVM_SUB_KINDS];	/* of struct sub_entry */
@@ -221,8 +224,7 @@ void kvm_vcpus_forget(struct kvm_state *st, uint32_t max_vms);
 void kvm_vms_read(struct kvm_state *st, struct virt_family *fam);
 
 /* kvm_subs.c: sub-reasons */
-void kvm_subs_configure(struct virt_family *fam, struct kvm_bpf *skel, struct bpf_object *obj,
-			const char *method);
+void kvm_subs_configure(struct virt_family *fam, struct kvm_bpf *skel);
 int kvm_subs_alloc(struct kvm_state *st, struct virt_family *fam);
 void kvm_subs_forget(struct kvm_state *st);
 int kvm_subs_read(struct kvm_state *st);

@@ -21,39 +21,20 @@ static const struct sub_kind {
 	[KVM_SUB_MMIO] = { VIRT_I_KVM_MMIO, { "rd", "wr" } },
 };
 
-/* The hooks of each method loaded with subreasons only:
- * virt_kvm_<method>_<name> */
-static const char *const sub_progs[] = { "pio", "msr", "cpuid", "mmio" };
-
-static void kvm_autoload(struct bpf_object *obj, const char *method, const char *what, bool on)
-{
-	struct bpf_program *prog;
-	char name[64];
-
-	snprintf(name, sizeof(name), "virt_kvm_%s_%s", method, what);
-	if ((prog = bpf_object__find_program_by_name(obj, name)))
-		bpf_program__set_autoload(prog, on);
-}
-
-/* Sub-reasons: their hooks, and the entry program that charges their
- * time, replace the plain one (which the exit path keeps without them). */
-void kvm_subs_configure(struct virt_family *fam, struct kvm_bpf *skel, struct bpf_object *obj,
-			const char *method)
+/* Sub-reasons: the switches of their hooks (kvm.c's kvm_switches). */
+void kvm_subs_configure(struct virt_family *fam, struct kvm_bpf *skel)
 {
 	struct kvm_state *st = fam->priv;
 	bool on = fam->opts[OPT_SUBREASONS].b, latency = fam->opts[OPT_LATENCY].b;
 
 	skel->rodata->subreasons = on;
 	skel->rodata->sub_top = (__u32)fam->opts[OPT_SUB_TOP].u;
-	for (size_t i = 0; i < VIRT_ARRAY_SIZE(sub_progs); i++)
-		kvm_autoload(obj, method, sub_progs[i], on);
-	/* Intel fast MMIO (kvm_fast_mmio, arch/x86/kvm/trace.h): a hook of
-	 * its own, left out where the kernel lacks the tracepoint */
-	kvm_autoload(obj, method, "fast_mmio", on && virt_tracepoint_exists("kvm", "kvm_fast_mmio"));
-	kvm_autoload(obj, method, "entry", latency && !on);
-	kvm_autoload(obj, method, "entry_subs", latency && on);
 	st->subs_on = on;
 	st->subs_timed = on && latency;
+	st->entry_plain = latency && !on;
+	/* Intel fast MMIO (kvm_fast_mmio, arch/x86/kvm/trace.h): a hook of
+	 * its own, left out where the kernel lacks the tracepoint */
+	st->fast_mmio_on = on && virt_tracepoint_exists("kvm", "kvm_fast_mmio");
 	if (!on)
 		return;
 	bpf_map__set_max_entries(skel->maps.subs, st->sub_max);

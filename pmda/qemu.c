@@ -5,9 +5,11 @@
  * of every virtio device it emulates (bpf/qemu.bpf.c).
  *
  * Processes: every process whose executable's name matches "match" (default
- * qemu-system-*, qemu-kvm), found by a scan of /proc at most every poll
- * interval. Probes are per binary (an inode), so each binary is looked at
- * once (ELF: symbols in .symtab or in its debuginfo file under
+ * qemu-system-*, qemu-kvm), found by a scan of /proc at each attach attempt
+ * (every poll interval while unattached: ready() only stats the processes
+ * already known) and at most every 2 s in refreshes. Probes are per binary
+ * (an inode), so each binary is looked at once (ELF: symbols in .symtab or
+ * in its debuginfo file under
  * /usr/lib/debug/.build-id, USDT notes in .note.stapsdt) and its probes
  * attached once, for all its processes, current and future:
  *
@@ -21,12 +23,12 @@
  * of their binaries can be probed (the reason says which and why); it
  * attaches by itself when one appears.
  *
- * Instances: "<pid>" per QEMU process; histogram instances
- * "<pid>::<lo>-<hi>"; queues "<pid>/dev<k>/<n>" with k numbering the
- * process's virtio devices in order of first sight and n the queue index
- * (from virtio_queue_notify), or "<pid>/dev<k>/vq_<address>" while the
- * index is unknown. Exited processes leave at the next scan, with their
- * map entries.
+ * Instances: "<vm>" per QEMU process, its VM name (vmid.h), else its pid;
+ * histogram instances "<vm>::<lo>-<hi>"; queues "<vm>/dev<k>/<n>" with k
+ * numbering the process's virtio devices in order of first sight and n the
+ * queue index (from virtio_queue_notify), or "<vm>/dev<k>/vq_<address>"
+ * while the index is unknown. Exited processes leave at the next scan, with
+ * their map entries.
  */
 #include "virt.h"
 #include "rows.h"
@@ -163,33 +165,26 @@ struct qemu_state {
 	struct virt_bulk pbulk, vbulk, ibulk;
 	time_t scanned;
 	bool scan_ok;			/* some process's binary can be probed */
-	bool nothing_attached;		/* the last attach found no binary to probe */
 };
 
-static struct qemu_state *state(struct virt_family *fam)
+/* First attach: rows live until exit. */
+static int qemu_init(struct virt_family *fam)
 {
 	struct qemu_state *st = fam->priv;
 
-	if (st)
-		return st;
-	if (!(st = calloc(1, sizeof(*st))))
-		return NULL;
 	st->procs = VIRT_TABLE_OF_SUMS(struct p_row, sums, NW);
 	st->vqs = VIRT_TABLE_OF(struct v_row);
 	if (virt_bulk_alloc(&st->pbulk, fam->opts[OPT_MAX_PROCS].u, sizeof(__u64),
-			    sizeof(struct qemu_net_stats)) < 0 ||
+			    sizeof(struct qemu_net_stats)) == 0 &&
 	    virt_bulk_alloc(&st->vbulk, fam->opts[OPT_MAX_QUEUES].u, sizeof(struct qemu_vq_key),
-			    sizeof(struct qemu_vq_stats)) < 0 ||
+			    sizeof(struct qemu_vq_stats)) == 0 &&
 	    virt_bulk_alloc(&st->ibulk, fam->opts[OPT_MAX_QUEUES].u, sizeof(struct qemu_vq_key),
-			    sizeof(struct qemu_vq_info)) < 0) {
-		virt_bulk_free(&st->pbulk);
-		virt_bulk_free(&st->vbulk);
-		virt_bulk_free(&st->ibulk);
-		free(st);
-		return NULL;
-	}
-	fam->priv = st;
-	return st;
+			    sizeof(struct qemu_vq_info)) == 0)
+		return 0;
+	virt_bulk_free(&st->pbulk);
+	virt_bulk_free(&st->vbulk);
+	virt_bulk_free(&st->ibulk);
+	return -ENOMEM;
 }
 
 /* snprintf that may truncate (paths in reasons): say so to the compiler */
@@ -596,33 +591,45 @@ static void scan(struct virt_family *fam)
 		virt_set_reason(fam, "%s", why[0] ? why : "no QEMU process running");
 }
 
+/* While attached: is a process whose binary took probes still there? One
+ * stat per known process (the /proc scan, and reading binaries, are the
+ * attach's and the refreshes'). Not attached: an attach finds out. */
 static bool qemu_ready(struct virt_family *fam)
 {
-	struct qemu_state *st = state(fam);
+	const struct qemu_state *st = fam->priv;
+	const char *why = "no QEMU process running";
 
-	if (!st) {
-		virt_set_reason(fam, "out of memory");
-		return false;
+	if (!st || !st->skel)
+		return true;
+	for (size_t i = 0; i < st->procs.n; i++) {
+		const struct p_row *r = (const struct p_row *)st->procs.v[i];
+
+		if (!r->bin || !virt_pid_alive(r->pid))
+			continue;
+		if (r->bin->has_syms || r->bin->has_usdt)
+			return true;
+		why = r->bin->why;
 	}
-	scan(fam);
-	return st->scan_ok;
+	virt_set_reason(fam, "%s", why);
+	return false;
 }
 
-static struct virt_skel *qemu_open_skel(void)
-{
-	return (struct virt_skel *)qemu_bpf__open();
-}
-
+/* Map sizes; no QEMU process whose binary can take probes: not yet. */
 static int qemu_configure(struct virt_family *fam, struct virt_skel *obj, const char *method,
 			  char *why, size_t len)
 {
+	struct qemu_state *st = fam->priv;
 	struct qemu_bpf *skel = (struct qemu_bpf *)obj;
 
-	(void)method, (void)why, (void)len;
+	(void)method;
 	bpf_map__set_max_entries(skel->maps.procs, (__u32)fam->opts[OPT_MAX_PROCS].u);
 	bpf_map__set_max_entries(skel->maps.vqs, (__u32)fam->opts[OPT_MAX_QUEUES].u);
 	bpf_map__set_max_entries(skel->maps.vqinfo, (__u32)fam->opts[OPT_MAX_QUEUES].u);
-	return 0;
+	scan(fam);
+	if (st->scan_ok)
+		return 0;
+	snprintf(why, len, "%s", fam->reason);
+	return VIRT_NOT_YET;
 }
 
 /* The skeleton attaches nothing (no target in the programs' sections): a
@@ -643,32 +650,13 @@ static int qemu_attached(struct virt_family *fam, struct virt_skel *obj, char *w
 			break;
 		}
 	st->skel = NULL;
-	st->nothing_attached = true;
-	return -1;
+	return VIRT_NOT_YET;		/* again at the next poll, not later */
 }
 
 static const char *const qemu_methods[] = { "uprobe" };
 
-static const struct virt_attach_ops qemu_ops = {
-	.methods = qemu_methods,
-	.nmethods = VIRT_ARRAY_SIZE(qemu_methods),
-	.open = qemu_open_skel,
-	.configure = qemu_configure,
-	.attached = qemu_attached,
-};
-
-static int qemu_attach(struct virt_family *fam)
-{
-	struct qemu_state *st = state(fam);
-
-	if (!st)
-		return -ENOMEM;
-	st->nothing_attached = false;
-	if ((st->skel = (struct qemu_bpf *)virt_attach_skel(fam, &qemu_ops)))
-		return VIRT_ATTACHED;
-	/* no binary took a probe: again at the next poll, not later */
-	return st->nothing_attached ? VIRT_NOT_YET : -ENOENT;
-}
+VIRT_ATTACH_OPS(qemu_ops, qemu_bpf, VIRT_METHODS(qemu_methods),
+	.configure = qemu_configure, .attached = qemu_attached);
 
 static void qemu_detach(struct virt_family *fam)
 {
@@ -691,7 +679,6 @@ static void qemu_detach(struct virt_family *fam)
 	}
 	while (st->vqs.n)
 		virt_table_remove(&st->vqs, st->vqs.v[st->vqs.n - 1]);
-	virt_skel_destroy((struct virt_skel *)st->skel);
 	st->skel = NULL;
 }
 
@@ -832,8 +819,6 @@ static int qemu_refresh(struct virt_family *fam)
 		scan(fam);
 	read_procs(st);
 	read_vqs(st);
-	fam->dropped_now = virt_percpu_counters_total(bpf_map__fd(st->skel->maps.drops), &st->pbulk,
-						       QEMU_DROPS);
 	return 0;
 }
 
@@ -897,16 +882,8 @@ static int qemu_labels(struct virt_family *fam, enum virt_indom_id indom, unsign
 	return (d = strchr(row->name, '/')) ? virt_label_queue(lp, d + 1, NULL) : 0;
 }
 
-const struct virt_module virt_module = {
-	.abi = VIRT_MODULE_ABI,
-	.name = "qemu",
-	.layout = VIRT_MODULE_LAYOUT,
-	.options = qemu_options,
-	.noptions = NOPTS,
-	.ready = qemu_ready,
-	.attach = qemu_attach,
-	.detach = qemu_detach,
-	.refresh = qemu_refresh,
-	.answers = qemu_answers,
-	.labels = qemu_labels,
-};
+VIRT_MODULE("qemu",
+	.options = qemu_options, .noptions = NOPTS,
+	.ready = qemu_ready, .priv_size = sizeof(struct qemu_state), .init = qemu_init,
+	.attach = &qemu_ops, .ndrops = QEMU_DROPS, .detach = qemu_detach,
+	.refresh = qemu_refresh, .answers = qemu_answers, .labels = qemu_labels);

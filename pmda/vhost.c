@@ -11,8 +11,9 @@
  * when the set of loaded drivers changes, ready() says so and the agent
  * re-attaches (counters stay monotonic: rows keep their bases).
  *
- * Instances "<owner pid>/<device><n>/<queue>": owner pid = tgid of
- * dev->mm->owner (the VMM process that did VHOST_SET_OWNER), device = net,
+ * Instances "<vm>/<device><n>/<queue>": vm = the VM name of the owner
+ * (vmid.h), else its pid, the tgid of dev->mm->owner (the VMM process that
+ * did VHOST_SET_OWNER); device = net,
  * vsock or scsi (from the queue's handle_kick function, by address:
  * virt_ksym_lookup), n = 0, 1, ... per owner and kind in order of first sight
  * (lowest free number), queue = rx/tx for net and vsock, the vq index for
@@ -50,7 +51,9 @@ static const struct virt_option vhost_options[NOPTS] = {
 	[OPT_STALL_US] = { "stall_threshold_us", VIRT_OPT_UINT, 1, 60000000, "1000",
 		"a kick whose wakeup->handler latency exceeds this many microseconds is a stall" },
 	[OPT_MAX_QUEUES] = { "max_queues", VIRT_OPT_UINT, 4, 65536, "1024",
-		"vhost virtqueues tracked (slots: twice this, rounded up to a power of two, for the queues and vhost-net's socket polls); a queue finding none free is counted as dropped" },
+		"vhost virtqueues tracked (slots: twice this, rounded up to a power of two, for "
+		"the queues and vhost-net's socket polls); a queue finding none free is counted "
+		"as dropped" },
 	[OPT_MAX_EVENTS] = { "max_events", VIRT_OPT_UINT, 16, 1u << 20, "1024",
 		"stall event records the agent keeps for clients; older ones are dropped" },
 };
@@ -135,7 +138,6 @@ struct vhost_state {
 	struct virt_table rows, ptrs, devs;	/* of q_row, q_ptr, v_dev */
 	struct kick_fn fns[64];
 	unsigned int nfns;
-	struct virt_bulk bulk;		/* for the drops map */
 	struct virt_slots slots;	/* the queues array, mmap'ed: a record per slot */
 	/* stall events */
 	struct stall_rec *ev;		/* ring of max_events */
@@ -174,32 +176,12 @@ static bool vhost_ready(struct virt_family *fam)
 static int on_record(void *ctx, void *data, size_t size);
 static void find_handlers(struct vhost_state *st);
 
-/* Keep only the handler programs of drivers that are loaded: fentry and
- * kprobe on a function of a module that is not there cannot load/attach. */
-static void vhost_drop_absent(struct vhost_bpf *skel, const struct vhost_state *st)
-{
-	struct bpf_program *prog;
-
-	bpf_object__for_each_program(prog, skel->obj) {
-		const char *name = bpf_program__name(prog);
-
-		if ((!st->had_net && strstr(name, "_net_")) ||
-		    (!st->had_vsock && strstr(name, "_vsock_")) ||
-		    (!st->had_scsi && strstr(name, "_scsi_")))
-			bpf_program__set_autoload(prog, false);
-	}
-}
-
-static struct virt_skel *vhost_open_skel(void)
-{
-	return (struct virt_skel *)vhost_bpf__open();
-}
-
 /* Slots: twice max_queues (queues and vhost-net's socket polls), a power
- * of two. */
+ * of two. The drivers loaded now: their handler programs load. */
 static int vhost_configure(struct virt_family *fam, struct virt_skel *obj, const char *method,
 			   char *why, size_t len)
 {
+	struct vhost_state *st = fam->priv;
 	struct vhost_bpf *skel = (struct vhost_bpf *)obj;
 	unsigned int bits = virt_slots_bits(2 * fam->opts[OPT_MAX_QUEUES].u);
 
@@ -207,11 +189,23 @@ static int vhost_configure(struct virt_family *fam, struct virt_skel *obj, const
 	skel->rodata->stall_ns = fam->opts[OPT_STALL_US].u * 1000ull;
 	skel->rodata->slot_bits = bits;
 	bpf_map__set_max_entries(skel->maps.queues, 1U << bits);
-	vhost_drop_absent(skel, fam->priv);
+	st->had_net = virt_kmod_present("vhost_net");
+	st->had_vsock = virt_kmod_present("vhost_vsock");
+	st->had_scsi = virt_kmod_present("vhost_scsi");
 	return 0;
 }
 
-/* The queues array mapped in, the stall ring buffer opened. */
+/* Only the handler programs of drivers that are loaded: fentry and kprobe
+ * on a function of a module that is not there cannot load/attach. */
+static const struct virt_prog_switch vhost_switches[] = {
+	VIRT_PROG_SWITCH("net_*", struct vhost_state, had_net),
+	VIRT_PROG_SWITCH("vsock_*", struct vhost_state, had_vsock),
+	VIRT_PROG_SWITCH("scsi_*", struct vhost_state, had_scsi),
+};
+
+/* The queues array mapped in, the stall ring buffer opened, the kick
+ * handlers looked up (now, not in the fetch that sees the first kick,
+ * where pmcd's 5 s timeout runs). */
 static int vhost_attached(struct virt_family *fam, struct virt_skel *obj, char *why, size_t len)
 {
 	struct vhost_state *st = fam->priv;
@@ -220,61 +214,40 @@ static int vhost_attached(struct virt_family *fam, struct virt_skel *obj, char *
 	if (virt_slots_map(&st->slots, &vhost_slot_layout, skel->maps.queues, why, len) < 0)
 		return -1;
 	st->rb = ring_buffer__new(bpf_map__fd(skel->maps.stalls), on_record, st, NULL);
-	if (st->rb)
-		return 0;
-	snprintf(why, len, "ring buffer: %s", strerror(errno));
-	virt_slots_unmap(&st->slots);
-	return -1;
+	if (!st->rb) {
+		snprintf(why, len, "ring buffer: %s", strerror(errno));
+		virt_slots_unmap(&st->slots);
+		return -1;
+	}
+	st->skel = skel;
+	st->evlost = 0;
+	find_handlers(st);
+	return 0;
 }
 
 static const char *const vhost_methods[] = { "fentry", "kprobe" };
 
-static const struct virt_attach_ops vhost_ops = {
-	.methods = vhost_methods,
-	.nmethods = VIRT_ARRAY_SIZE(vhost_methods),
-	.open = vhost_open_skel,
-	.configure = vhost_configure,
-	.attached = vhost_attached,
-};
+VIRT_ATTACH_OPS(vhost_ops, vhost_bpf, VIRT_METHODS(vhost_methods), VIRT_SWITCHES(vhost_switches),
+	.configure = vhost_configure, .attached = vhost_attached);
 
-static int vhost_attach(struct virt_family *fam)
+/* First attach: rows and the stall event ring live until exit. */
+static int vhost_init(struct virt_family *fam)
 {
 	struct vhost_state *st = fam->priv;
 
-	if (!st) {			/* first attach: rows live until exit */
-		st = calloc(1, sizeof(*st));
-		if (!st)
-			return -ENOMEM;
-		if (virt_bulk_alloc(&st->bulk, VHOST_DROPS, sizeof(__u64), sizeof(__u64)) < 0) {
-			free(st);
-			return -ENOMEM;
-		}
-		st->evcap = fam->opts[OPT_MAX_EVENTS].u;
-		st->ev = calloc(st->evcap, sizeof(*st->ev));
-		st->evarray = pmdaEventNewArray();
-		if (!st->ev || st->evarray < 0) {
-			virt_bulk_free(&st->bulk);
-			free(st->ev);
-			free(st);
-			return -ENOMEM;
-		}
-		for (int i = 0; i < MAX_CONTEXTS; i++)
-			st->ctx[i].ctx = -1;
-		st->rows = VIRT_TABLE_OF_SUMS(struct q_row, sums, SW - FIRST_COUNTER);
-		st->ptrs = VIRT_TABLE_OF(struct q_ptr);
-		st->devs = VIRT_TABLE_OF(struct v_dev);
-		fam->priv = st;
+	st->evcap = fam->opts[OPT_MAX_EVENTS].u;
+	st->ev = calloc(st->evcap, sizeof(*st->ev));
+	st->evarray = pmdaEventNewArray();
+	if (!st->ev || st->evarray < 0) {
+		free(st->ev);
+		return -ENOMEM;
 	}
-	st->had_net = virt_kmod_present("vhost_net");
-	st->had_vsock = virt_kmod_present("vhost_vsock");
-	st->had_scsi = virt_kmod_present("vhost_scsi");
-	st->evlost = 0;
-	if (!(st->skel = (struct vhost_bpf *)virt_attach_skel(fam, &vhost_ops)))
-		return -ENOENT;
-	/* now, not in the fetch that sees the first kick (where pmcd's 5 s
-	 * timeout runs) */
-	find_handlers(st);
-	return VIRT_ATTACHED;
+	for (int i = 0; i < MAX_CONTEXTS; i++)
+		st->ctx[i].ctx = -1;
+	st->rows = VIRT_TABLE_OF_SUMS(struct q_row, sums, SW - FIRST_COUNTER);
+	st->ptrs = VIRT_TABLE_OF(struct q_ptr);
+	st->devs = VIRT_TABLE_OF(struct v_dev);
+	return 0;
 }
 
 /* ------------------------------------------------------------- names */
@@ -494,7 +467,6 @@ static void vhost_detach(struct virt_family *fam)
 	ring_buffer__free(st->rb);
 	st->rb = NULL;
 	virt_slots_unmap(&st->slots);
-	virt_skel_destroy((struct virt_skel *)st->skel);
 	st->skel = NULL;
 	virt_table_clear(&st->ptrs);
 	virt_table_clear(&st->devs);
@@ -586,14 +558,11 @@ static int fetch_events(struct virt_family *fam, pmAtomValue *atom)
 		if (pmdaEventAddRecord(st->evarray, &r->tv, PM_EVENT_FLAG_POINT) < 0)
 			break;
 		a.cp = r->queue;
-		pmdaEventAddParam(st->evarray, pmID_build(VIRT_DOMAIN, VIRT_CLUSTER_VHOST, 5),
-				  PM_TYPE_STRING, &a);
+		pmdaEventAddParam(st->evarray, virt_pmid(VIRT_M_VHOST_STALL_QUEUE), PM_TYPE_STRING, &a);
 		a.ull = r->latency;
-		pmdaEventAddParam(st->evarray, pmID_build(VIRT_DOMAIN, VIRT_CLUSTER_VHOST, 6),
-				  PM_TYPE_U64, &a);
+		pmdaEventAddParam(st->evarray, virt_pmid(VIRT_M_VHOST_STALL_LATENCY), PM_TYPE_U64, &a);
 		a.ul = r->cpu;
-		pmdaEventAddParam(st->evarray, pmID_build(VIRT_DOMAIN, VIRT_CLUSTER_VHOST, 7),
-				  PM_TYPE_U32, &a);
+		pmdaEventAddParam(st->evarray, virt_pmid(VIRT_M_VHOST_STALL_CPU), PM_TYPE_U32, &a);
 		n++;
 	}
 	c->next = st->evnext;
@@ -657,8 +626,7 @@ static int vhost_refresh(struct virt_family *fam)
 				i++;
 		}
 	}
-	fam->dropped_now = st->evlost + virt_percpu_counters_total(bpf_map__fd(st->skel->maps.drops),
-								   &st->bulk, VHOST_DROPS);
+	fam->dropped_now = st->evlost;
 	return 0;
 }
 
@@ -683,10 +651,6 @@ static const struct virt_answer vhost_answers[VIRT_NMETRICS] = {
 	[VIRT_M_VHOST_QUEUE_NAME] = VIRT_ANSWER_NAME(VHOST_QUEUE),
 	[VIRT_M_VHOST_QUEUE_BUCKET_PREFIX] = VIRT_ANSWER_BUCKET_PREFIX(VHOST_QUEUE),
 	[VIRT_M_VHOST_STALL_EVENTS] = VIRT_ANSWER_EVENTS(fetch_events),
-	/* only inside event records */
-	[VIRT_M_VHOST_STALL_QUEUE] = VIRT_ANSWER_NOVALUES,
-	[VIRT_M_VHOST_STALL_LATENCY] = VIRT_ANSWER_NOVALUES,
-	[VIRT_M_VHOST_STALL_CPU] = VIRT_ANSWER_NOVALUES,
 };
 
 /* A queue's labels: its VMM's (vm_name, vm_uuid, vmm, vmm_pid), device
@@ -707,16 +671,8 @@ static int vhost_labels(struct virt_family *fam, enum virt_indom_id indom, unsig
 	return virt_label_queue(lp, d + 1, NULL);
 }
 
-const struct virt_module virt_module = {
-	.abi = VIRT_MODULE_ABI,
-	.name = "vhost",
-	.layout = VIRT_MODULE_LAYOUT,
-	.options = vhost_options,
-	.noptions = NOPTS,
-	.ready = vhost_ready,
-	.attach = vhost_attach,
-	.detach = vhost_detach,
-	.refresh = vhost_refresh,
-	.answers = vhost_answers,
-	.labels = vhost_labels,
-};
+VIRT_MODULE("vhost",
+	.options = vhost_options, .noptions = NOPTS,
+	.ready = vhost_ready, .priv_size = sizeof(struct vhost_state), .init = vhost_init,
+	.attach = &vhost_ops, .ndrops = VHOST_DROPS, .detach = vhost_detach,
+	.refresh = vhost_refresh, .answers = vhost_answers, .labels = vhost_labels);

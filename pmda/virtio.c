@@ -43,9 +43,11 @@ static const struct virt_option virtio_options[NOPTS] = {
 	[OPT_LATENCY] = { "latency", VIRT_OPT_BOOL, 0, 0, "true",
 		"add->completion latency histograms and inflight; false = counts only (cheaper)" },
 	[OPT_MAX_QUEUES] = { "max_queues", VIRT_OPT_UINT, 2, 65536, "1024",
-		"slots for virtqueues (rounded up to a power of two); a queue finding none free is counted as dropped" },
+		"slots for virtqueues (rounded up to a power of two); a queue finding none free "
+		"is counted as dropped" },
 	[OPT_MAX_INFLIGHT] = { "max_inflight", VIRT_OPT_UINT, 64, 1u << 22, "16384",
-		"descriptor heads timed at once (all queues), in blocks of 64 a queue takes as its ring uses them; an add finding no block is counted as dropped" },
+		"descriptor heads timed at once (all queues), in blocks of 64 a queue takes as "
+		"its ring uses them; an add finding no block is counted as dropped" },
 };
 
 #define SW (sizeof(struct virtio_stats) / sizeof(__u64))
@@ -82,7 +84,7 @@ struct virtio_state {
 	struct virtio_bpf *skel;
 	struct virt_table rows;		/* of struct vq_row */
 	struct virt_slots slots;	/* the queues map, mmap'ed: a record per slot */
-	struct virt_bulk bulk;		/* bulk-read buffers */
+	bool timed;			/* latency = true: the head hooks load */
 };
 
 /* ------------------------------------------------------------- ready */
@@ -128,23 +130,11 @@ static bool virtio_ready(struct virt_family *fam)
 
 /* ------------------------------------------------------------ attach */
 
-/* Counts only: the descriptor-head hooks stay out. */
-static void virtio_no_timing(struct bpf_object *obj)
-{
-	struct bpf_program *prog;
-
-	bpf_object__for_each_program(prog, obj) {
-		const char *name = bpf_program__name(prog);
-
-		if (strstr(name, "_map_sg") || strstr(name, "_detach_buf_"))
-			bpf_program__set_autoload(prog, false);
-	}
-}
-
-static struct virt_skel *virtio_open_skel(void)
-{
-	return (struct virt_skel *)virtio_bpf__open();
-}
+/* Counts only (latency = false): the descriptor-head hooks stay out. */
+static const struct virt_prog_switch virtio_switches[] = {
+	VIRT_PROG_SWITCH("map_sg", struct virtio_state, timed),
+	VIRT_PROG_SWITCH("detach_buf_*", struct virtio_state, timed),
+};
 
 /* Slots for max_queues, a power of two; heads timed in blocks. */
 static int virtio_configure(struct virt_family *fam, struct virt_skel *obj, const char *method,
@@ -156,6 +146,7 @@ static int virtio_configure(struct virt_family *fam, struct virt_skel *obj, cons
 
 	(void)method, (void)why, (void)len;
 	skel->rodata->latency = latency;
+	((struct virtio_state *)fam->priv)->timed = latency;
 	skel->rodata->slot_bits = bits;
 	bpf_map__set_max_entries(skel->maps.queues, 1U << bits);
 	bpf_map__set_max_entries(skel->maps.info, 1U << bits);
@@ -165,8 +156,6 @@ static int virtio_configure(struct virt_family *fam, struct virt_skel *obj, cons
 	skel->rodata->nblocks = nblocks;
 	bpf_map__set_max_entries(skel->maps.blocks, nblocks);
 	bpf_map__set_max_entries(skel->maps.timed, nblocks * VIRTIO_BLOCK);
-	if (!latency)
-		virtio_no_timing(skel->obj);
 	return 0;
 }
 
@@ -175,44 +164,22 @@ static int virtio_attached(struct virt_family *fam, struct virt_skel *obj, char 
 {
 	struct virtio_state *st = fam->priv;
 
-	return virt_slots_map(&st->slots, &virtio_slot_layout,
-			      ((struct virtio_bpf *)obj)->maps.queues, why, len);
+	st->skel = (struct virtio_bpf *)obj;
+	return virt_slots_map(&st->slots, &virtio_slot_layout, st->skel->maps.queues, why, len);
 }
 
 static const char *const virtio_methods[] = { "fentry", "kprobe" };
 
-static const struct virt_attach_ops virtio_ops = {
-	.methods = virtio_methods,
-	.nmethods = VIRT_ARRAY_SIZE(virtio_methods),
-	.open = virtio_open_skel,
-	.configure = virtio_configure,
-	.attached = virtio_attached,
-};
+VIRT_ATTACH_OPS(virtio_ops, virtio_bpf, VIRT_METHODS(virtio_methods),
+	VIRT_SWITCHES(virtio_switches), .configure = virtio_configure, .attached = virtio_attached);
 
-/* for the drops counters (the queues are read in place) */
-static int virtio_alloc_buffers(struct virtio_state *st)
-{
-	return virt_bulk_alloc(&st->bulk, VIRTIO_DROPS, sizeof(__u32), sizeof(__u64));
-}
-
-static int virtio_attach(struct virt_family *fam)
+/* First attach: rows live until exit. */
+static int virtio_init(struct virt_family *fam)
 {
 	struct virtio_state *st = fam->priv;
 
-	if (!st) {			/* first attach: rows live until exit */
-		st = calloc(1, sizeof(*st));
-		if (!st)
-			return -ENOMEM;
-		if (virtio_alloc_buffers(st) < 0) {
-			free(st);
-			return -ENOMEM;
-		}
-		fam->priv = st;
-		st->rows = VIRT_TABLE_OF_SUMS(struct vq_row, sums, SW);
-	}
-	if (!(st->skel = (struct virtio_bpf *)virt_attach_skel(fam, &virtio_ops)))
-		return -ENOENT;
-	return VIRT_ATTACHED;
+	st->rows = VIRT_TABLE_OF_SUMS(struct vq_row, sums, SW);
+	return 0;
 }
 
 /* ------------------------------------------------------------- rows */
@@ -239,7 +206,6 @@ static void virtio_detach(struct virt_family *fam)
 	if (!st)
 		return;
 	virt_slots_unmap(&st->slots);
-	virt_skel_destroy((struct virt_skel *)st->skel);
 	st->skel = NULL;
 	for (size_t i = 0; i < st->rows.n; i++) {
 		virtio_row_to_base(virtio_row_at(st, i));
@@ -372,8 +338,6 @@ static int virtio_refresh(struct virt_family *fam)
 			virt_row_retire(&r->k.row);
 		}
 	}
-	fam->dropped_now = virt_percpu_counters_total(bpf_map__fd(st->skel->maps.drops), &st->bulk,
-						       VIRTIO_DROPS);
 	return 0;
 }
 
@@ -420,16 +384,8 @@ static int virtio_labels(struct virt_family *fam, enum virt_indom_id indom, unsi
 	return virt_label_queue(lp, row->name, VIRT_ENTRY_OF(row, struct vq_row)->driver);
 }
 
-const struct virt_module virt_module = {
-	.abi = VIRT_MODULE_ABI,
-	.name = "virtio",
-	.layout = VIRT_MODULE_LAYOUT,
-	.options = virtio_options,
-	.noptions = NOPTS,
-	.ready = virtio_ready,
-	.attach = virtio_attach,
-	.detach = virtio_detach,
-	.refresh = virtio_refresh,
-	.answers = virtio_answers,
-	.labels = virtio_labels,
-};
+VIRT_MODULE("virtio",
+	.options = virtio_options, .noptions = NOPTS,
+	.ready = virtio_ready, .priv_size = sizeof(struct virtio_state), .init = virtio_init,
+	.attach = &virtio_ops, .ndrops = VIRTIO_DROPS, .detach = virtio_detach,
+	.refresh = virtio_refresh, .answers = virtio_answers, .labels = virtio_labels);

@@ -16,6 +16,7 @@ struct virt_metric_info {
 	enum virt_metric_id id;
 	enum virt_family_id family;
 	const char *name;		/* below "virt." */
+	bool event_param;		/* a parameter of event records: no values alone */
 };
 extern const struct virt_metric_info virt_metric_info[VIRT_NMETRICS];
 extern pmdaMetric virt_metrictab[VIRT_NMETRICS];
@@ -31,6 +32,31 @@ extern unsigned long long virt_poll_ms;
 void virt_load_modules(void);
 void virt_load_config(void);
 void virt_print_config(void);		/* pmdavirt -C */
+int virt_modules_refused(void);		/* and its exit status */
+struct virt_answer;
+int virt_answers_check(enum virt_family_id f, const struct virt_answer *answers, char *why,
+		       size_t len);
+
+/* kernel.c: one attach of a family's skeleton (virt.h: struct
+ * virt_attach_ops), or NULL with fam->reason listing each method's failure
+ * and *rc -ENOENT, or VIRT_NOT_YET when a method found nothing to attach
+ * to yet; and its destruction (NULL is fine) */
+struct virt_skel *virt_attach_skel(struct virt_family *fam, const struct virt_attach_ops *ops,
+				   int *rc);
+void virt_skel_destroy(struct virt_skel *skel);
+
+/* btftargets.c: fentry, fexit and tp_btf targets from one index of kernel
+ * BTF names: register once before any BPF object is opened; release after
+ * each attach pass. */
+int virt_btf_targets_register(void);
+void virt_btf_targets_release(void);
+
+/* maps.c: the CPUs a per-CPU value has (possible CPUs); a per-CPU value
+ * of nwords u64 summed into out[nwords]; the total of a per-CPU array of n
+ * u64 counters (a family's drops) */
+int virt_ncpus(void);
+void virt_percpu_sum(const void *percpu, size_t nwords, uint64_t *out);
+uint64_t virt_percpu_counters_total(int fd, struct virt_bulk *b, unsigned int n);
 
 /* lifecycle.c */
 int virt_libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap);

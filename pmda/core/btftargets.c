@@ -14,7 +14,7 @@
  * module BTF is held between passes. The order is libbpf's: vmlinux, then
  * modules by BTF object id, lowest type id first.
  */
-#include "virt.h"
+#include "agent.h"
 
 #include <bpf/bpf.h>
 #include <bpf/btf.h>

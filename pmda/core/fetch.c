@@ -1,11 +1,12 @@
 /*
  * Fetches: refresh the families a request names, then answer each value:
  * the agent's own status metrics here, a family's from its rows as its
- * module's answers table says, or else through its module.
+ * module's answers table says (pmda/core/rows.c).
  */
 #include "agent.h"
 #include "rows.h"
 
+#include <stddef.h>
 #include <stdio.h>
 
 #define VIRT_VERSION "0.1.0"
@@ -83,6 +84,16 @@ static const char *status_string(const struct virt_family *fam, char *buf, size_
 	return "?";
 }
 
+/* Status metrics that are a counter of struct virt_family as it is. */
+static const struct {
+	enum virt_metric_id id;
+	size_t off;
+} family_words[] = {
+	{ VIRT_M_MODULE_ATTACH_ATTEMPTS, offsetof(struct virt_family, attach_attempts) },
+	{ VIRT_M_MODULE_REFRESH_NS, offsetof(struct virt_family, refresh_ns) },
+	{ VIRT_M_MODULE_REFRESH_CPU_NS, offsetof(struct virt_family, refresh_cpu_ns) },
+};
+
 static int fetch_control(enum virt_metric_id id, unsigned int inst, pmAtomValue *atom)
 {
 	static char status[VIRT_NFAMILIES][VIRT_REASON_MAX + 32];
@@ -103,15 +114,18 @@ static int fetch_control(enum virt_metric_id id, unsigned int inst, pmAtomValue 
 	if (inst == 0 || inst >= VIRT_NFAMILIES)
 		return PM_ERR_INST;
 	fam = &virt_families[inst];
+	for (size_t i = 0; i < VIRT_ARRAY_SIZE(family_words); i++)
+		if (family_words[i].id == id) {
+			atom->ull = *(const uint64_t *)(const void *)((const char *)fam +
+								     family_words[i].off);
+			return PMDA_FETCH_STATIC;
+		}
 	switch (id) {
 	case VIRT_M_MODULE_STATUS:
 		atom->cp = (char *)status_string(fam, status[inst], sizeof(status[inst]));
 		return PMDA_FETCH_STATIC;
 	case VIRT_M_MODULE_METHOD:
 		atom->cp = fam->state == VIRT_ACTIVE ? fam->method : "none";
-		return PMDA_FETCH_STATIC;
-	case VIRT_M_MODULE_ATTACH_ATTEMPTS:
-		atom->ull = fam->attach_attempts;
 		return PMDA_FETCH_STATIC;
 	case VIRT_M_MODULE_DROPPED:
 		atom->ull = virt_dropped(fam);
@@ -127,12 +141,6 @@ static int fetch_control(enum virt_metric_id id, unsigned int inst, pmAtomValue 
 	case VIRT_M_MODULE_PROG_TIME:
 	case VIRT_M_MODULE_PROG_RUNS:
 		return virt_progstats_fetch(fam, id == VIRT_M_MODULE_PROG_RUNS, atom);
-	case VIRT_M_MODULE_REFRESH_NS:
-		atom->ull = fam->refresh_ns;
-		return PMDA_FETCH_STATIC;
-	case VIRT_M_MODULE_REFRESH_CPU_NS:
-		atom->ull = fam->refresh_cpu_ns;
-		return PMDA_FETCH_STATIC;
 	case VIRT_M_MODULE_RETRY_WAIT:
 		atom->ull = virt_retry_wait_ns(fam);
 		return PMDA_FETCH_STATIC;
@@ -148,9 +156,7 @@ int virt_fetch_callback(pmdaMetric *mdesc, unsigned int inst, pmAtomValue *atom)
 
 	if (mi->family == VIRT_F_CONTROL)
 		return fetch_control(mi->id, inst, atom);
-	if (fam->state != VIRT_ACTIVE)
-		return PMDA_FETCH_NOVALUES;
-	if (!fam->mod->answers)
+	if (fam->state != VIRT_ACTIVE || mi->event_param || !fam->mod->answers)
 		return PMDA_FETCH_NOVALUES;
 	return virt_answer(&fam->mod->answers[mi->id], fam, inst, atom);
 }

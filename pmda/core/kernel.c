@@ -1,5 +1,5 @@
-/* Kernel introspection and the attach skeleton shared by modules. */
-#include "virt.h"
+/* Kernel introspection, and the attach of a family's skeleton. */
+#include "agent.h"
 
 #include <bpf/libbpf.h>
 #include <errno.h>
@@ -32,11 +32,6 @@ bool virt_pid_alive(uint32_t pid)
 
 	snprintf(path, sizeof(path), "/proc/%u", pid);
 	return stat(path, &st) == 0;
-}
-
-bool virt_kmod_btf(const char *name)
-{
-	return path_exists("/sys/kernel/btf/%s%s", name, "");
 }
 
 bool virt_tracepoint_exists(const char *system, const char *event)
@@ -72,21 +67,33 @@ uint64_t virt_mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-unsigned int virt_autoload_variant(struct bpf_object *obj, const char *family,
-				   const char *variant)
+static bool what_matches(const char *what, const char *name)
+{
+	size_t n = strlen(what);
+
+	if (n && what[n - 1] == '*')
+		return strncmp(name, what, n - 1) == 0;
+	return strcmp(name, what) == 0;
+}
+
+/* Only the method's variant's programs load (virt_<family>_<method>_<what>),
+ * and of those only the ones whose switches are on. */
+static void autoload_variant(struct virt_family *fam, const struct virt_attach_ops *ops,
+			     struct bpf_object *obj, const char *method)
 {
 	char prefix[64];
 	struct bpf_program *prog;
-	unsigned int n = 0;
+	size_t plen = (size_t)snprintf(prefix, sizeof(prefix), "virt_%s_%s_", fam->name, method);
 
-	snprintf(prefix, sizeof(prefix), "virt_%s_%s_", family, variant);
 	bpf_object__for_each_program(prog, obj) {
-		bool on = strncmp(bpf_program__name(prog), prefix, strlen(prefix)) == 0;
+		const char *name = bpf_program__name(prog);
+		bool on = strncmp(name, prefix, plen) == 0;
 
+		for (unsigned int i = 0; on && i < ops->nswitches; i++)
+			if (what_matches(ops->switches[i].what, name + plen))
+				on = *(const bool *)((const char *)fam->priv + ops->switches[i].on);
 		bpf_program__set_autoload(prog, on);
-		n += on;
 	}
-	return n;
 }
 
 void virt_skel_destroy(struct virt_skel *skel)
@@ -109,9 +116,10 @@ static unsigned int autoloaded(struct bpf_object *obj)
 	return n;
 }
 
-/* One method's whole attach; the object is destroyed on any failure. */
+/* One method's whole attach; the object is destroyed on any failure
+ * (*not_yet set when configure or attached found nothing to attach to). */
 static struct virt_skel *attach_one(struct virt_family *fam, const struct virt_attach_ops *ops,
-				    const char *method, char *why, size_t len)
+				    const char *method, char *why, size_t len, bool *not_yet)
 {
 	uint64_t t0 = virt_mono_ns(), t1, t2;
 	struct virt_skel *skel = ops->open();
@@ -122,9 +130,9 @@ static struct virt_skel *attach_one(struct virt_family *fam, const struct virt_a
 		snprintf(why, len, "open: %s", strerror(errno));
 		return NULL;
 	}
-	virt_autoload_variant(skel->obj, fam->name, method);
-	if (ops->configure && ops->configure(fam, skel, method, why, len) < 0)
+	if (ops->configure && (err = ops->configure(fam, skel, method, why, len)) != 0)
 		goto fail;
+	autoload_variant(fam, ops, skel->obj, method);
 	n = autoloaded(skel->obj);
 	t1 = virt_mono_ns();
 	if ((err = bpf_object__load_skeleton(skel->skeleton))) {
@@ -141,17 +149,20 @@ static struct virt_skel *attach_one(struct virt_family *fam, const struct virt_a
 		    (unsigned long long)(t2 - t1) / 1000000, n,
 		    (unsigned long long)(virt_mono_ns() - t2) / 1000000);
 	fam->programs = n;		/* attached() may count its own links */
-	if (ops->attached && ops->attached(fam, skel, why, len) < 0)
+	if (ops->attached && (err = ops->attached(fam, skel, why, len)) != 0)
 		goto fail;
 	return skel;
 fail:
+	*not_yet |= err == VIRT_NOT_YET;
 	virt_skel_destroy(skel);
 	return NULL;
 }
 
-struct virt_skel *virt_attach_skel(struct virt_family *fam, const struct virt_attach_ops *ops)
+struct virt_skel *virt_attach_skel(struct virt_family *fam, const struct virt_attach_ops *ops,
+				   int *rc)
 {
-	char why[VIRT_REASON_MAX], all[VIRT_REASON_MAX] = "";
+	bool not_yet = false;
+	char why[VIRT_REASON_MAX], all[VIRT_REASON_MAX] = "", later[VIRT_REASON_MAX] = "";
 	uint64_t start = virt_mono_ns();
 	size_t len = 0;
 
@@ -162,13 +173,15 @@ struct virt_skel *virt_attach_skel(struct virt_family *fam, const struct virt_at
 		if (fam->want_method[0] && strcmp(fam->want_method, m) != 0)
 			continue;
 		why[0] = '\0';
-		if ((skel = attach_one(fam, ops, m, why, sizeof(why)))) {
+		if ((skel = attach_one(fam, ops, m, why, sizeof(why), &not_yet))) {
 			snprintf(fam->method, sizeof(fam->method), "%s", m);
 			fam->attach_ns = virt_mono_ns() - start;
 			fam->obj = skel->obj;
 			return skel;
 		}
 		virt_log(LOG_INFO, "%s: %s attach failed: %s", fam->name, m, why);
+		if (not_yet && !later[0])	/* the reason alone: no method failed */
+			snprintf(later, sizeof(later), "%s", why);
 		if (len < sizeof(all))
 			len += (size_t)snprintf(all + len, sizeof(all) - len, "%s%s: %s",
 						len ? "; " : "", m, why);
@@ -181,7 +194,8 @@ struct virt_skel *virt_attach_skel(struct virt_family *fam, const struct virt_at
 		if (len < sizeof(all))
 			snprintf(all + len, sizeof(all) - len, ")");
 	}
-	virt_set_reason(fam, "%s", all);
+	virt_set_reason(fam, "%s", not_yet ? later : all);
+	*rc = not_yet ? VIRT_NOT_YET : -ENOENT;
 	return NULL;
 }
 

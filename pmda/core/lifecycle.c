@@ -7,6 +7,7 @@
 #include "agent.h"
 #include "rows.h"
 
+#include <bpf/libbpf.h>
 #include <errno.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -187,6 +188,48 @@ static uint64_t cpu_ms(void)
 	return cpu_ns() / 1000000;
 }
 
+/* Each family's drops map: its fd while attached, and buffers to read it. */
+static struct {
+	int fd;
+	struct virt_bulk bulk;
+} drops[VIRT_NFAMILIES];
+
+/* The first attach: the module's state, zeroed, filled in by its init(). */
+static int first_attach(struct virt_family *fam)
+{
+	const struct virt_module *mod = fam->mod;
+	int rc;
+
+	if (fam->priv)
+		return 0;
+	if (mod->ndrops &&
+	    virt_bulk_alloc(&drops[fam - virt_families].bulk, mod->ndrops, sizeof(uint32_t),
+			    sizeof(uint64_t)) < 0)
+		return -ENOMEM;
+	if (!(fam->priv = calloc(1, mod->priv_size ? mod->priv_size : 1)))
+		return -ENOMEM;
+	if (mod->init && (rc = mod->init(fam)) < 0) {
+		free(fam->priv);
+		fam->priv = NULL;
+		return rc;
+	}
+	return 0;
+}
+
+static int attach_family(struct virt_family *fam)
+{
+	const struct bpf_map *map;
+	int rc = first_attach(fam);
+
+	if (rc < 0)
+		return rc;
+	if (!(fam->skel = virt_attach_skel(fam, fam->mod->attach, &rc)))
+		return rc;
+	map = fam->mod->ndrops ? bpf_object__find_map_by_name(fam->skel->obj, "drops") : NULL;
+	drops[fam - virt_families].fd = map ? bpf_map__fd(map) : -1;
+	return VIRT_ATTACHED;
+}
+
 static void try_attach(struct virt_family *fam)
 {
 	uint64_t start, cpu;
@@ -205,7 +248,7 @@ static void try_attach(struct virt_family *fam)
 	start = virt_now_ms();
 	cpu = cpu_ms();
 	hold_log();
-	rc = fam->mod->attach(fam);
+	rc = attach_family(fam);
 	if (rc == VIRT_ATTACHED) {
 		release_log(true);
 		pmNotifyErr(LOG_INFO, "%s: attached in %llu ms (%llu ms on CPU)", fam->name,
@@ -215,7 +258,7 @@ static void try_attach(struct virt_family *fam)
 		set_state(fam, VIRT_ACTIVE);
 	} else {
 		note_slow(fam, "failed attach", start);
-		fam->obj = NULL;	/* the module destroyed what it attached */
+		fam->obj = NULL;	/* nothing attached */
 		if (!fam->reason[0])
 			virt_set_reason(fam, "attach failed: %s", strerror(rc < 0 ? -rc : EAGAIN));
 		failed(fam, rc < 0);
@@ -229,6 +272,8 @@ static void detach(struct virt_family *fam)
 		virt_progstats_fold(fam);
 		if (fam->mod->detach)
 			fam->mod->detach(fam);
+		virt_skel_destroy(fam->skel);
+		fam->skel = NULL;
 		virt_dropped_fold(fam);
 	}
 	fam->programs = 0;
@@ -296,7 +341,12 @@ void virt_refresh_family(struct virt_family *fam)
 	virt_refreshes++;
 	start = virt_mono_ns();
 	cpu = cpu_ns();
+	fam->dropped_now = 0;
 	rc = fam->mod->refresh(fam);
+	if (fam->mod->ndrops && drops[fam - virt_families].fd >= 0)
+		fam->dropped_now += virt_percpu_counters_total(drops[fam - virt_families].fd,
+							       &drops[fam - virt_families].bulk,
+							       fam->mod->ndrops);
 	virt_dropped_update(fam);
 	fam->refresh_cpu_ns += cpu_ns() - cpu;
 	fam->refresh_ns += virt_mono_ns() - start;

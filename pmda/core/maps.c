@@ -1,5 +1,5 @@
 /* Bulk BPF map reads shared by modules. */
-#include "virt.h"
+#include "agent.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>

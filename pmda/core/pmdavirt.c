@@ -213,7 +213,7 @@ int main(int argc, char **argv)
 	if (dump == 'C') {
 		virt_load_modules();
 		virt_print_config();
-		return 0;
+		return virt_modules_refused();
 	}
 
 	pmdaOpenLog(&dispatch);

@@ -154,28 +154,33 @@ struct virt_answer {
 	const char *empty;
 	/* EVENTS: PMDA_FETCH_STATIC with atom->vbp, or PMDA_FETCH_NOVALUES */
 	int (*events)(struct virt_family *fam, pmAtomValue *atom);
+	/* the entry type T the offsets are in ("struct q_row"), NULL for
+	 * answers without one: the agent refuses a module whose answers on
+	 * one instance domain name two (settings.c) */
+	const char *entry;
 };
 /* offset of field from row in an entry of type T */
 #define VIRT_ANSWER_OFF(T, row, field) ((ptrdiff_t)offsetof(T, field) - (ptrdiff_t)offsetof(T, row))
 #define VIRT_ANSWER_WORD(dom, T, row, field) \
-	{ .kind = VIRT_ANS_WORD, .indom = VIRT_I_##dom, .off = VIRT_ANSWER_OFF(T, row, field) }
+	{ .kind = VIRT_ANS_WORD, .indom = VIRT_I_##dom, .off = VIRT_ANSWER_OFF(T, row, field), \
+	  .entry = #T }
 /* the word, while the entry's bool flag is true */
 #define VIRT_ANSWER_WORD_WHEN(dom, T, row, field, flag) \
 	{ .kind = VIRT_ANS_WORD, .indom = VIRT_I_##dom, .off = VIRT_ANSWER_OFF(T, row, field), \
-	  .when = VIRT_ANSWER_OFF(T, row, flag) }
+	  .when = VIRT_ANSWER_OFF(T, row, flag), .entry = #T }
 /* word w of the entry's struct virt_sums field sums (no value while
  * the sums have fewer words) */
 #define VIRT_ANSWER_SUM(dom, T, row, sums, w) \
 	{ .kind = VIRT_ANS_SUM, .indom = VIRT_I_##dom, .off = VIRT_ANSWER_OFF(T, row, sums), \
-	  .word = (w) }
+	  .word = (w), .entry = #T }
 /* the sum's word, while the entry's bool flag is true */
 #define VIRT_ANSWER_SUM_WHEN(dom, T, row, sums, w, flag) \
 	{ .kind = VIRT_ANS_SUM, .indom = VIRT_I_##dom, .off = VIRT_ANSWER_OFF(T, row, sums), \
-	  .word = (w), .when = VIRT_ANSWER_OFF(T, row, flag) }
+	  .word = (w), .when = VIRT_ANSWER_OFF(T, row, flag), .entry = #T }
 #define VIRT_ANSWER_BUCKET(hdom) { .kind = VIRT_ANS_BUCKET, .indom = VIRT_I_##hdom }
 #define VIRT_ANSWER_PERCENTILE(dom, T, row, hrow, p) \
 	{ .kind = VIRT_ANS_PERCENTILE, .indom = VIRT_I_##dom, \
-	  .off = VIRT_ANSWER_OFF(T, row, hrow), .pct = p }
+	  .off = VIRT_ANSWER_OFF(T, row, hrow), .pct = p, .entry = #T }
 /* the p50, p90 and p99 metrics of one histogram: <id>_P50 ... */
 #define VIRT_ANSWER_PERCENTILES(id, dom, T, row, hrow) \
 	[id##_P50] = VIRT_ANSWER_PERCENTILE(dom, T, row, hrow, 50), \
@@ -189,12 +194,12 @@ struct virt_answer {
 /* the NUL-terminated char array field; empty_value when it is empty */
 #define VIRT_ANSWER_STRING(dom, T, row, field, empty_value) \
 	{ .kind = VIRT_ANS_STRING, .indom = VIRT_I_##dom, .off = VIRT_ANSWER_OFF(T, row, field), \
-	  .empty = empty_value }
+	  .empty = empty_value, .entry = #T }
 /* the char array field of struct P that the entry's pointer ptr points to */
 #define VIRT_ANSWER_STRING_VIA(dom, T, row, ptr, P, field, empty_value) \
 	{ .kind = VIRT_ANS_STRING_VIA, .indom = VIRT_I_##dom, \
 	  .off = VIRT_ANSWER_OFF(T, row, ptr), .at = (ptrdiff_t)offsetof(P, field), \
-	  .empty = empty_value }
+	  .empty = empty_value, .entry = #T }
 /* a metric without instances: the uint64_t field of the state T (fam->priv) */
 #define VIRT_ANSWER_STATE(T, field) { .kind = VIRT_ANS_STATE, .off = (ptrdiff_t)offsetof(T, field) }
 #define VIRT_ANSWER_EVENTS(fn) { .kind = VIRT_ANS_EVENTS, .events = fn }

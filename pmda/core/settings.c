@@ -1,7 +1,7 @@
 /*
  * The agent's configuration: its own options, the family modules it loads
  * (modules/virt_<name>.so, refused unless built with the agent's tables and
- * layout: pmda/core/layout.h)
+ * layout, pmda/core/layout.h, and answering each of its family's metrics)
  * and virt.conf parsed into every family's options (pmda/core/config.c).
  */
 #include "agent.h"
@@ -21,12 +21,15 @@ unsigned long long virt_poll_ms = 2000;
 
 static const struct virt_option agent_options[] = {
 	{ "poll_interval_ms", VIRT_OPT_UINT, 100, 3600000, "2000",
-	  "how often families that are not attached retry (e.g. once kvm_amd or vhost_net is loaded)" },
+	  "how often families that are not attached retry (e.g. once kvm_amd or vhost_net is "
+	  "loaded)" },
 	{ "percentile_window_s", VIRT_OPT_UINT, 1, 3600, "10",
-	  "the *_p50/_p90/_p99 metrics cover what the histograms counted in the last this many seconds" },
+	  "the *_p50/_p90/_p99 metrics cover what the histograms counted in the last this "
+	  "many seconds" },
 	{ "bpf_stats", VIRT_OPT_BOOL, 0, 0, "false",
-	  "true: keep the kernel's BPF run-time statistics on while the agent runs (virt.control.module.prog_*); "
-	  "costs two clock reads per run of every BPF program on the host" },
+	  "true: keep the kernel's BPF run-time statistics on while the agent runs "
+	  "(virt.control.module.prog_*); costs two clock reads per run of every BPF program "
+	  "on the host" },
 };
 #define AGENT_NOPTS VIRT_ARRAY_SIZE(agent_options)
 static union virt_optval agent_vals[AGENT_NOPTS];
@@ -37,16 +40,44 @@ static void log_config(void *arg, const char *msg)
 	pmNotifyErr(LOG_ERR, "config: %s", msg);
 }
 
+/* An option's help as "# " lines of at most 78 columns, cut at spaces. */
+static void print_help(const char *text)
+{
+	const char *p = text;
+
+	while (*p) {
+		size_t cut = strlen(p);
+
+		if (cut > 76) {
+			for (cut = 76; cut > 0 && p[cut] != ' '; cut--)
+				;
+			if (cut == 0)		/* a word longer than a line */
+				cut = strcspn(p, " ");
+		}
+		printf("# %.*s\n", (int)cut, p);
+		for (p += cut; *p == ' '; p++)
+			;
+	}
+}
+
+static void print_option(const struct virt_option *o)
+{
+	char help[1024];
+
+	if (o->type == VIRT_OPT_UINT)
+		snprintf(help, sizeof(help), "%s (%llu..%llu)", o->help, o->min, o->max);
+	else
+		snprintf(help, sizeof(help), "%s", o->help);
+	print_help(help);
+	printf("%s = %s\n", o->key, o->defval);
+}
+
 static void print_section(const char *name, const struct virt_option *o, unsigned int n)
 {
-	printf("[%s]\nenabled = true\n# attach method: auto = the cheapest that works here\nmethod = auto\n", name);
-	for (unsigned int i = 0; i < n; i++) {
-		if (o[i].type == VIRT_OPT_UINT)
-			printf("# %s (%llu..%llu)\n", o[i].help, o[i].min, o[i].max);
-		else
-			printf("# %s\n", o[i].help);
-		printf("%s = %s\n", o[i].key, o[i].defval);
-	}
+	printf("[%s]\nenabled = true\n# attach method: auto = the cheapest that works here\n"
+	       "method = auto\n", name);
+	for (unsigned int i = 0; i < n; i++)
+		print_option(&o[i]);
 	printf("\n");
 }
 
@@ -59,13 +90,25 @@ void virt_print_config(void)
 	       "# ($PCP_LOG_DIR/pmcd/virt.log) names the file, line and key.\n\n");
 	printf("[agent]\n");
 	for (unsigned int i = 0; i < AGENT_NOPTS; i++)
-		printf("# %s\n%s = %s\n", agent_options[i].help, agent_options[i].key,
-		       agent_options[i].defval);
+		print_option(&agent_options[i]);
 	printf("\n");
 	for (int f = 1; f < VIRT_NFAMILIES; f++)
 		if (virt_families[f].mod)
 			print_section(virt_families[f].name, virt_families[f].mod->options,
 				      virt_families[f].mod->noptions);
+}
+
+/* pmdavirt -C's verdict: every family's module loaded, or 1 with each
+ * refusal on stderr (the build makes virt.conf so: a module whose answers
+ * or options do not fit fails the build). */
+int virt_modules_refused(void)
+{
+	int n = 0;
+
+	for (int f = 1; f < VIRT_NFAMILIES; f++)
+		if (!virt_families[f].mod && ++n)
+			fprintf(stderr, "%s: %s\n", virt_families[f].name, virt_families[f].reason);
+	return n != 0;
 }
 
 /* Does the module share the agent's layout of the shared structs
@@ -114,6 +157,76 @@ static bool layout_matches(struct virt_family *fam, const char *path,
 	return false;
 }
 
+/* Does the answer fit the metric: an instance domain's answer on the
+ * metric's instance domain, a state's or event records' on none? */
+static bool answer_fits(const struct virt_answer *a, pmInDom indom)
+{
+	switch (a->kind) {
+	case VIRT_ANS_NONE:
+		return false;
+	case VIRT_ANS_NOVALUES:
+		return true;
+	case VIRT_ANS_STATE:
+	case VIRT_ANS_EVENTS:
+		return indom == PM_INDOM_NULL;
+	default:
+		return virt_indom(a->indom) == indom;
+	}
+}
+
+/* Every metric of family f answered, on its instance domain, all answers
+ * on one instance domain from one entry type, no other family's metric
+ * answered: 0, or -1 with the first mismatch in why. */
+int virt_answers_check(enum virt_family_id f, const struct virt_answer *answers, char *why,
+		       size_t len)
+{
+	const char *entry[VIRT_NINDOMS] = { NULL };
+	int first[VIRT_NINDOMS];
+
+	for (int m = 0; m < VIRT_NMETRICS; m++) {
+		const struct virt_answer *a = answers ? &answers[m] : NULL;
+		const char *name = virt_metric_info[m].name;
+		bool mine = virt_metric_info[m].family == f;
+
+		if (!mine || virt_metric_info[m].event_param) {
+			if (a && a->kind != VIRT_ANS_NONE && a->kind != VIRT_ANS_NOVALUES)
+				return snprintf(why, len, "answers virt.%s, %s", name, mine ?
+						"an event parameter (values only in records)" :
+						"another family's metric"), -1;
+			continue;
+		}
+		if (!a || !answer_fits(a, virt_metrictab[m].m_desc.indom))
+			return snprintf(why, len, "virt.%s %s", name, a && a->kind != VIRT_ANS_NONE ?
+					"answered on another instance domain" : "has no answer"), -1;
+		/* struct virt_keyed: the head of every table's entry */
+		if (!a->entry || strcmp(a->entry, "struct virt_keyed") == 0)
+			continue;
+		if (!entry[a->indom]) {
+			entry[a->indom] = a->entry;
+			first[a->indom] = m;
+		} else if (strcmp(entry[a->indom], a->entry) != 0) {
+			return snprintf(why, len, "virt.%s answers from %s, virt.%s from %s, one instance domain",
+					virt_metric_info[first[a->indom]].name, entry[a->indom], name,
+					a->entry), -1;
+		}
+	}
+	return 0;
+}
+
+/* A module whose answers do not fit the tables is refused (pmdavirt -C,
+ * at build time, then fails). */
+static bool answers_match(struct virt_family *fam, const char *path, const struct virt_module *mod)
+{
+	char why[VIRT_REASON_MAX];
+
+	if (virt_answers_check((enum virt_family_id)(fam - virt_families), mod->answers, why,
+			       sizeof(why)) == 0)
+		return true;
+	pmNotifyErr(LOG_ERR, "%s: %s", path, why);
+	virt_set_reason(fam, "%s: %s: rebuild the module", path, why);
+	return false;
+}
+
 void virt_load_modules(void)
 {
 	for (int f = 0; f < VIRT_NFAMILIES; f++) {
@@ -144,7 +257,7 @@ void virt_load_modules(void)
 			dlclose(dl);
 			continue;
 		}
-		if (!layout_matches(fam, path, mod->layout)) {
+		if (!layout_matches(fam, path, mod->layout) || !answers_match(fam, path, mod)) {
 			dlclose(dl);
 			continue;
 		}

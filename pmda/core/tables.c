@@ -10,9 +10,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* An event record's parameter (indom EVENT_PARAM in the .def): no
+ * instances, and values only inside the family's event records. */
+enum {
+#define VIRT_INDOM(fam, id, serial, text) VIRT_PARAM_##id = 0,
+#include "all.def"
+	VIRT_PARAM_NOINDOM = 0,
+	VIRT_PARAM_EVENT_PARAM = 1
+};
+
 const struct virt_metric_info virt_metric_info[VIRT_NMETRICS] = {
 #define VIRT_METRIC(fam, id, name, item, type, indom, sem, units) \
-	[VIRT_M_##id] = { VIRT_M_##id, VIRT_F_##fam, name },
+	[VIRT_M_##id] = { VIRT_M_##id, VIRT_F_##fam, name, VIRT_PARAM_##indom },
 #include "all.def"
 };
 
@@ -25,7 +34,8 @@ const struct virt_metric_info virt_metric_info[VIRT_NMETRICS] = {
 enum {
 #define VIRT_INDOM(fam, id, serial, text) VIRT_SERIAL_##id = serial,
 #include "all.def"
-	VIRT_SERIAL_NOINDOM = -1
+	VIRT_SERIAL_NOINDOM = -1,
+	VIRT_SERIAL_EVENT_PARAM = -1
 };
 #define INDOM_OF(indom) ((pmInDom)(SERIAL(indom) < 0 ? PM_INDOM_NULL : (pmInDom)SERIAL(indom)))
 
@@ -79,6 +89,11 @@ struct virt_family virt_families[VIRT_NFAMILIES] = {
 pmInDom virt_indom(enum virt_indom_id id)
 {
 	return virt_indomtab[id].it_indom;
+}
+
+pmID virt_pmid(enum virt_metric_id id)
+{
+	return virt_metrictab[id].m_desc.pmid;
 }
 
 void virt_set_reason(struct virt_family *fam, const char *fmt, ...)

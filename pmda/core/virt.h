@@ -2,10 +2,12 @@
  * pmdavirt module ABI: what the agent (pmdavirt) and a family module
  * (modules/virt_<family>.so) share.
  *
- * The agent owns the metric and instance-domain tables (metrics/<family>.def), the
- * config file, the status metrics and the PCP protocol. A module owns its BPF
- * object: it attaches, reads its maps in bulk on refresh, maintains its
- * instance domains and answers fetches for its own metrics.
+ * The agent owns the metric and instance-domain tables (metrics/<family>.def),
+ * the config file, the status metrics, the PCP protocol, every fetch (from
+ * a module's answers table), the module's state, the attach of its BPF
+ * skeleton (as its attach ops say) and the sum of its drops. A module
+ * describes its BPF object (methods, sizes, program switches), reads its
+ * maps in bulk on refresh and keeps its rows and instance domains.
  */
 #ifndef VIRT_H
 #define VIRT_H
@@ -29,7 +31,7 @@
  * module, with its flags (a -DVIRT_HIST_BUCKETS=20 changes it). The agent
  * loads a module only if both match its own. */
 #include "tables.h"
-#define VIRT_MODULE_VERSION 7u
+#define VIRT_MODULE_VERSION 8u
 #define VIRT_MODULE_ABI ((uint64_t)VIRT_MODULE_VERSION << 32 | VIRT_TABLES_CRC)
 
 /* Global metric ids: VIRT_M_<ID> for every VIRT_METRIC in metrics/<family>.def. */
@@ -85,18 +87,21 @@ struct virt_family {
 	uint64_t dropped_high;		/* the agent's: dropped_now's highest */
 	uint64_t dropped_base;		/* the agent's: earlier attaches' drops */
 	union virt_optval *opts;	/* indexed as mod->options */
-	struct bpf_object *obj;		/* what virt_attach_skel attached, for its
+	struct bpf_object *obj;		/* what the agent attached, for its
 					 * programs' run-time statistics */
-	void *priv;			/* the module's own state */
+	struct virt_skel *skel;		/* the attached skeleton (the agent's) */
+	void *priv;			/* the module's own state (the agent
+					 * allocates mod->priv_size zeroed bytes) */
 };
 
 struct bpf_object;
 
-/* Return codes of attach(). */
+/* Return codes of an attach. */
 #define VIRT_ATTACHED		0
-#define VIRT_NOT_YET		1	/* unavailable now, retry when ready() */
+#define VIRT_NOT_YET		1	/* unavailable now, retry at the next poll */
 
 struct virt_answer;
+struct virt_attach_ops;
 
 /* The layout of the shared structs as one module or the agent was built
  * with (pmda/core/layout.h): a hash over all of them, and one per struct,
@@ -125,12 +130,23 @@ struct virt_module {
 	 * could succeed now; polled while unavailable, and while active to
 	 * notice that a kernel module went away. NULL: always ready. */
 	bool (*ready)(struct virt_family *fam);
-	/* Load and attach the BPF object. VIRT_ATTACHED, VIRT_NOT_YET or a
-	 * negative errno; fam->reason says why on failure. */
-	int (*attach)(struct virt_family *fam);
-	/* Detach and free everything attach() created. */
+	/* The module's state: fam->priv, priv_size zeroed bytes the agent
+	 * allocates before the first attach and keeps until exit (rows
+	 * outlive a detach); init() fills it in then (tables, buffers): 0 or
+	 * -errno, having freed what it allocated. init may be NULL. */
+	size_t priv_size;
+	int (*init)(struct virt_family *fam);
+	/* How the agent loads and attaches the family's BPF skeleton
+	 * (fam->skel): struct virt_attach_ops below. */
+	const struct virt_attach_ops *attach;
+	/* The BPF object's per-CPU array "drops" of ndrops u64 counters: the
+	 * agent adds its total to fam->dropped_now after each refresh. */
+	unsigned int ndrops;
+	/* Undo what attach's callbacks and refresh() set up (the agent then
+	 * destroys the skeleton). */
 	void (*detach)(struct virt_family *fam);
-	/* Read the maps in bulk, update instance domains. Once per fetch. */
+	/* Read the maps in bulk, update instance domains. Once per fetch.
+	 * fam->dropped_now starts at 0: the module adds what it lost itself. */
 	int (*refresh)(struct virt_family *fam);
 	/* VIRT_NMETRICS answers by metric id (pmda/core/rows.h): where the
 	 * agent finds each value of the family's metrics (a metric left out
@@ -147,10 +163,18 @@ struct virt_module {
 	uint64_t (*caps)(const struct virt_family *fam);
 };
 
+/* A module's struct virt_module (what the agent dlsym()s: "virt_module"),
+ * abi, name and layout filled in, then the other members as designated
+ * initializers. */
+#define VIRT_MODULE(fname, ...)							\
+	const struct virt_module virt_module = { .abi = VIRT_MODULE_ABI, .name = fname,	\
+						 .layout = VIRT_MODULE_LAYOUT, __VA_ARGS__ }
+
 /*
  * Services the agent exports to modules (pmdavirt links with -rdynamic).
  */
 pmInDom virt_indom(enum virt_indom_id id);
+pmID virt_pmid(enum virt_metric_id id);		/* e.g. an event record's parameter's */
 void virt_set_reason(struct virt_family *fam, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
@@ -185,7 +209,6 @@ int virt_label_queue(pmLabelSet **lp, const char *devq, const char *driver);
 
 /* Kernel introspection: cheap checks, no bpf() calls. */
 bool virt_kmod_present(const char *name);	/* /sys/module/<name> */
-bool virt_kmod_btf(const char *name);		/* /sys/kernel/btf/<name> */
 bool virt_pid_alive(uint32_t pid);		/* /proc/<pid> */
 bool virt_tracepoint_exists(const char *system, const char *event);
 bool virt_ksym_exists(const char *name);	/* virt_ksym_lookup: attach only */
@@ -196,69 +219,71 @@ bool virt_ksym_exists(const char *name);	/* virt_ksym_lookup: attach only */
 int virt_ksym_lookup(const char *const names[], uint64_t addrs[], bool present[], unsigned int n);
 uint64_t virt_mono_ns(void);			/* CLOCK_MONOTONIC */
 
-/* fentry, fexit and tp_btf targets from one index of kernel BTF names
- * (pmda/core/btftargets.c): register once before any BPF object is opened;
- * release after each attach pass. */
-int virt_btf_targets_register(void);
-void virt_btf_targets_release(void);
-
 /*
- * One attach of a family's BPF skeleton, the same for every family:
- * for each of the family's methods in order (or only the one virt.conf
- * names): open -> enable that variant's programs -> configure -> load ->
- * attach -> attached; the first that gets through is kept, and any step's
- * failure destroys the object in one place and is recorded per method
- * in fam->reason. A family describes its part in a table:
+ * One attach of a family's BPF skeleton, the same for every family, run by
+ * the agent: for each of the family's methods in order (or only the one
+ * virt.conf names): open -> enable that variant's programs -> configure ->
+ * switch programs off -> load -> attach -> attached; the first that gets
+ * through is kept (fam->skel), and any step's failure destroys the object
+ * in one place and is recorded per method in fam->reason. Variants of a
+ * family's programs live in one BPF object, named
+ * virt_<family>_<variant>_<what> (e.g. virt_virtio_fentry_add_sgs and
+ * virt_virtio_kprobe_add_sgs). A family describes its part in a table:
  */
 struct virt_skel {			/* how every bpftool skeleton begins */
 	struct bpf_object_skeleton *skeleton;
 	struct bpf_object *obj;
 };
+/* Programs of the variant whose <what> is what (or begins with it, for a
+ * what ending in '*') load only while a bool of the module's state
+ * (fam->priv) is true, as configure left it: VIRT_PROG_SWITCH. */
+struct virt_prog_switch {
+	const char *what;
+	size_t on;			/* offset of the bool in fam->priv */
+};
+#define VIRT_PROG_SWITCH(what, T, flag) { what, offsetof(T, flag) }
 struct virt_attach_ops {
 	const char *const *methods;	/* variant names, cheapest first */
 	unsigned int nmethods;
-	/* the skeleton's __open(), as a struct virt_skel * */
+	/* the skeleton's __open(), as a struct virt_skel *: VIRT_ATTACH_OPS */
 	struct virt_skel *(*open)(void);
-	/* before load: rodata, map sizes, and turning off programs of the
-	 * variant that cannot load here (may be NULL). 0, or -1 with why */
+	/* before load: rodata, map sizes, the switches' bools (may be
+	 * NULL). 0, VIRT_NOT_YET (nothing to attach to yet) or -1, with why */
 	int (*configure)(struct virt_family *fam, struct virt_skel *skel,
 			 const char *method, char *why, size_t len);
+	const struct virt_prog_switch *switches;
+	unsigned int nswitches;
 	/* after attach: map memory, per-attach state, links the skeleton
 	 * cannot make (per-binary uprobes: then it sets fam->programs, which
-	 * holds the programs loaded). May be NULL. 0, or -1 with why, having
-	 * undone its own work */
+	 * holds the programs loaded). May be NULL. 0, VIRT_NOT_YET or -1,
+	 * with why, having undone its own work */
 	int (*attached)(struct virt_family *fam, struct virt_skel *skel,
 			char *why, size_t len);
 };
-/* The attached skeleton (fam->method and fam->programs set), or NULL with
- * fam->reason listing each method's failure. */
-struct virt_skel *virt_attach_skel(struct virt_family *fam, const struct virt_attach_ops *ops);
+/* static const struct virt_attach_ops name for the bpftool skeleton
+ * struct S (S__open()), with the other members as designated initializers;
+ * VIRT_METHODS(array) and VIRT_SWITCHES(array) give an array and its size. */
+#define VIRT_METHODS(m) .methods = (m), .nmethods = VIRT_ARRAY_SIZE(m)
+#define VIRT_SWITCHES(s) .switches = (s), .nswitches = VIRT_ARRAY_SIZE(s)
+#define VIRT_ATTACH_OPS(name, S, ...)						\
+	static struct virt_skel *name##_open(void)				\
+	{									\
+		return (struct virt_skel *)(void *)S##__open();		\
+	}									\
+	static const struct virt_attach_ops name = { .open = name##_open, __VA_ARGS__ }
 /* A BPF_F_MMAPABLE array mapped in read-write: all its entries, *bytes
  * long; NULL with why filled in on failure. */
 struct bpf_map;
 void *virt_map_mmap(const struct bpf_map *map, size_t *bytes, char *why, size_t len);
-/* Detach and free what virt_attach_skel returned (NULL is fine). */
-void virt_skel_destroy(struct virt_skel *skel);
-
-/* Variants of a family's programs live in one BPF object, named
- * virt_<family>_<variant>_<what> (e.g. virt_virtio_fentry_add_sgs and
- * virt_virtio_kprobe_add_sgs). Before load, enable only one variant's
- * programs; returns how many are enabled. */
-struct bpf_object;
-unsigned int virt_autoload_variant(struct bpf_object *obj, const char *family,
-				   const char *variant);
 
 /* Bulk map reads: one BPF_MAP_LOOKUP_BATCH for the whole map (a few when
- * the kernel returns less). values holds max_entries values; a per-CPU
- * value is round_up(value_size, 8) * virt_ncpus() bytes. Returns the number
- * of entries read or -errno; each bpf() call counts in virt_bpf_syscalls. */
-int virt_ncpus(void);
+ * the kernel returns less). values holds max_entries values. Returns the
+ * number of entries read or -errno; each bpf() call counts in
+ * virt_bpf_syscalls. A per-CPU map: virt_map_dump_percpu. */
 int virt_map_dump(int fd, void *keys, size_t key_size, void *values,
 		  size_t value_size, unsigned int max_entries);
 /* Delete one entry (an exited process's); counts in virt_bpf_syscalls. */
 int virt_map_delete(int fd, const void *key);
-/* Sum a per-CPU value made of nwords u64 into out[nwords]. */
-void virt_percpu_sum(const void *percpu, size_t nwords, uint64_t *out);
 extern uint64_t virt_bpf_syscalls;	/* bpf() calls made by refreshes */
 
 /* Buffers for bulk reads of a family's maps, sized for the largest one:
@@ -280,8 +305,6 @@ void virt_bulk_free(struct virt_bulk *b);
  * sums over the CPUs, a chunk per bpf() call. Entries read or -errno. */
 int virt_map_dump_percpu(int fd, struct virt_bulk *b, size_t key_size, size_t nwords,
 			 unsigned int max_entries);
-/* Total of a per-CPU array of n u64 counters (e.g. a family's drops). */
-uint64_t virt_percpu_counters_total(int fd, struct virt_bulk *b, unsigned int n);
 
 /* VIRT_MODULE_LAYOUT; scripts/layout.sh reads these headers without it */
 #ifndef VIRT_LAYOUT_PROBE

@@ -80,10 +80,10 @@ for fam, mid, name, item, typ, indom, sem, units in metrics:
     u = log.pmiUnits(0, 1, 0, 0, c.PM_TIME_NSEC, 0) if units == "NSEC" else \
         log.pmiUnits(1, 0, 0, c.PM_SPACE_BYTE, 0, 0) if units == "BYTE" else \
         log.pmiUnits(0, 0, 1, 0, 0, c.PM_COUNT_ONE) if units == "COUNT" else log.pmiUnits(0, 0, 0, 0, 0, 0)
-    ind = c.PM_INDOM_NULL if indom == "NOINDOM" else log.pmiInDom(498, indoms[indom])
+    ind = c.PM_INDOM_NULL if indom in ("NOINDOM", "EVENT_PARAM") else log.pmiInDom(498, indoms[indom])
     log.pmiAddMetric("virt." + name, log.pmiID(498, clusters[fam], int(item)), TYPES[typ], ind, SEMS[sem], u)
     insts = [""]
-    if indom != "NOINDOM":
+    if indom not in ("NOINDOM", "EVENT_PARAM"):
         vm = name.startswith("kvm.vm.")
         if indom.endswith("_HIST"):
             pre = HIST_PREFIX.get(indom) or (INDOM_PREFIX["KVM_VM"] if vm else PREFIX[fam])

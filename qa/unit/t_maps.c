@@ -1,7 +1,7 @@
 /* Bulk map reads (pmda/core/maps.c) against real BPF maps: a per-CPU map read
  * in chunks comes back whole, once per key, summed over the CPUs. Needs
  * bpf() (root); skips otherwise. */
-#include "virt.h"
+#include "agent.h"
 #include "unit.h"
 
 #include <bpf/bpf.h>
