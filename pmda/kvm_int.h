@@ -211,6 +211,8 @@ struct kvm_state {
 	bool vstats_on;			/* vcpu_stats */
 	int vstats_errno;		/* why per-vCPU statistics failed, logged */
 	struct virt_bulk bulk;		/* bulk-read buffers, sized for the largest map */
+	/* a thread's run delay in ns; NULL: its schedstat (unit tests give their own) */
+	bool (*run_delay)(uint32_t tgid, uint32_t tid, uint64_t *ns);
 };
 
 /* kvm_vms.c: per-VM and per-vCPU rows from the vcpus slots */

@@ -271,11 +271,11 @@ static bool thread_run_delay(uint32_t tgid, uint32_t tid, uint64_t *ns)
 
 /* The rec's thread's run delay beyond what its VM counted before; a
  * thread gone keeps its last. */
-static void rec_read_delay(struct vcpu_rec *r)
+static void rec_read_delay(const struct kvm_state *st, struct vcpu_rec *r)
 {
 	uint64_t ns;
 
-	if (thread_run_delay(r->tgid, r->tid, &ns))
+	if ((st->run_delay ? st->run_delay : thread_run_delay)(r->tgid, r->tid, &ns))
 		r->rd = ns > r->rd_base ? ns - r->rd_base : 0;
 }
 
@@ -298,7 +298,7 @@ static void rec_take(struct kvm_state *st, struct vcpu_rec *r,
 		r->rd_base = rd_counted_take(st, r->tgid, tid);
 	}
 	r->tid = tid;
-	rec_read_delay(r);
+	rec_read_delay(st, r);
 }
 
 /* Clear id's bit of a BPF-side id set (kvm.h). */
@@ -539,6 +539,14 @@ static void free_exited_slots(struct kvm_state *st)
 	}
 }
 
+/* A slot claimed by a vCPU of a known process (not free, not retired). */
+static bool slot_live(const volatile struct kvm_vcpu_slot *v)
+{
+	uint64_t ident = v->ident;
+
+	return ident > KVM_VCPU_RETIRED && v->tgid;
+}
+
 /* Slots the kernel freed (a vCPU destroyed): it folded their counts, not
  * their threads' run delay; before exited VMs' rows retire. A rec is
  * taken only from a slot in use at a sum, so the slots of the last one
@@ -547,12 +555,24 @@ static void forget_free_slots(struct kvm_state *st)
 {
 	for (size_t j = 0; j < st->nocc_prev; j++) {
 		size_t i = st->occ_prev[j];
-		const volatile struct kvm_vcpu_slot *v = &st->vcpus[i];
 
-		if ((v->ident <= KVM_VCPU_RETIRED || !v->tgid) && st->recs[i].tgid) {
+		if (!slot_live(&st->vcpus[i]) && st->recs[i].tgid) {
 			rec_forget_thread(st, &st->recs[i]);
 			st->recs[i].tgid = 0;
 		}
+	}
+}
+
+/* The live slots' words into their recs, before any sum begins: a rec
+ * whose slot another VMM claimed since leaves its thread's run delay
+ * with its old VM (rec_take), which this refresh's sums then hold. */
+static void take_live_slots(struct kvm_state *st)
+{
+	for (size_t j = 0; j < st->nocc; j++) {
+		size_t i = st->occ[j];
+
+		if (slot_live(&st->vcpus[i]))
+			rec_take(st, &st->recs[i], &st->vcpus[i]);
 	}
 }
 
@@ -651,26 +671,21 @@ static void sum_vms(struct kvm_state *st, struct virt_family *fam)
 	nv = fold_exited_vcpus_gone(st, vcpus_gone_now(st));
 	rd_counted_purge(st);
 	retire_exited(st);
+	take_live_slots(st);
 	for (size_t i = 0; i < st->vms.n; i++) {
 		struct vm_entry *vm = kvm_vm_at(st, i);
 
 		vm_sum_begin(vm);
 	}
 	for (size_t j = 0; j < st->nocc; j++) {
-		size_t i = st->occ[j];
-		const volatile struct kvm_vcpu_slot *v = &st->vcpus[i];
-		uint64_t ident = v->ident;
-		uint32_t tgid = v->tgid;
+		struct vcpu_rec *r = &st->recs[st->occ[j]];
 		struct vm_entry *vm;
 
-		if (ident <= KVM_VCPU_RETIRED || !tgid)
+		if (!slot_live(&st->vcpus[st->occ[j]]) ||
+		    !(vm = vm_row(st, r->tgid, &r->dropped, max_vms)))
 			continue;
-		rec_take(st, &st->recs[i], v);
-		vm = vm_row(st, tgid, &st->recs[i].dropped, max_vms);
-		if (!vm)
-			continue;
-		virt_sums_add(&vm->sums, st->recs[i].last);
-		vm->d.run_delay += st->recs[i].rd;
+		virt_sums_add(&vm->sums, r->last);
+		vm->d.run_delay += r->rd;
 	}
 	for (int i = 0; i < n; i++) {
 		bool dropped = true;	/* counted when its slots were live */
