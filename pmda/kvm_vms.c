@@ -136,7 +136,7 @@ static int vcpus_gone_now(struct kvm_state *st)
 }
 
 /* Thread tid of process tgid: its run delay up to rd is counted in its
- * VM's rd_gone (no room: a vCPU it runs next counts it again). */
+ * VM's base (no room: a vCPU it runs next counts it again). */
 static void rd_counted_note(struct kvm_state *st, uint32_t tgid, uint32_t tid, uint64_t rd)
 {
 	struct rd_counted *n;
@@ -186,16 +186,17 @@ static void rd_counted_purge(struct kvm_state *st)
  * this), and is noted as counted: the thread may run another vCPU. */
 static void rec_forget_thread(struct kvm_state *st, struct vcpu_rec *r)
 {
+	uint64_t rd = r->last[W_RUN_DELAY];
 	struct vm_entry *vm = r->tgid ? kvm_vm_of(st, r->tgid) : NULL;
-	struct vcpu_entry *c = vm && r->rd ? vcpu_row(st, vm, r->id) : NULL;
+	struct vcpu_entry *c = vm && rd ? vcpu_row(st, vm, r->id) : NULL;
 
 	if (vm)
-		vm->d.rd_gone += r->rd;
+		virt_sums_fold_word(&vm->sums, W_RUN_DELAY, rd);
 	if (c)
-		c->rd_gone += r->rd;
-	if (vm && r->tid && r->rd_base + r->rd)
-		rd_counted_note(st, r->tgid, r->tid, r->rd_base + r->rd);
-	r->rd = 0;
+		virt_sums_fold_word(&c->sums, W_RUN_DELAY, rd);
+	if (vm && r->tid && r->rd_base + rd)
+		rd_counted_note(st, r->tgid, r->tid, r->rd_base + rd);
+	r->last[W_RUN_DELAY] = 0;
 	r->rd_base = 0;
 	r->tid = 0;
 }
@@ -206,12 +207,23 @@ static void rec_fold(struct kvm_state *st, struct vcpu_rec *r)
 	struct vm_entry *vm = kvm_vm_of(st, r->tgid);
 	struct vcpu_entry *c = vm ? vcpu_row(st, vm, r->id) : NULL;
 
-	if (vm)
-		virt_sums_fold(&vm->sums, r->last);
-	if (c)
-		virt_sums_fold(&c->sums, r->last);
 	rec_forget_thread(st, r);
+	if (vm)
+		virt_sums_fold_n(&vm->sums, r->last, VM_WORDS);
+	if (c)
+		virt_sums_fold_n(&c->sums, r->last, VM_WORDS);
 	memset(r, 0, sizeof(*r));
+}
+
+/* A kernel struct kvm_vm_stats (a gone entry) into sums: it has no run delay. */
+static void gone_fold(struct virt_sums *s, const struct kvm_vm_stats *g)
+{
+	virt_sums_fold_n(s, (const uint64_t *)g, VM_WORDS);
+}
+
+static void gone_add(struct virt_sums *s, const struct kvm_vm_stats *g)
+{
+	virt_sums_add_n(s, (const uint64_t *)g, VM_WORDS);
 }
 
 /* The kernel's vms_gone: counts of destroyed vCPUs per process. Entries
@@ -231,7 +243,7 @@ void kvm_vcpus_forget(struct kvm_state *st, uint32_t max_vms)
 		struct vm_entry *vm = kvm_vm_of(st, st->gone_tgid[i]);
 
 		if (vm)
-			virt_sums_fold(&vm->sums, (const uint64_t *)&st->gone[i]);
+			gone_fold(&vm->sums, &st->gone[i]);
 	}
 	n = st->skel ? read_vcpus_gone(st) : 0;
 	for (int i = 0; i < n; i++) {
@@ -239,7 +251,7 @@ void kvm_vcpus_forget(struct kvm_state *st, uint32_t max_vms)
 					       vgone_vcpu(st->vgone_key[i]));
 
 		if (c)
-			virt_sums_fold(&c->sums, (const uint64_t *)&st->vgone[i]);
+			gone_fold(&c->sums, &st->vgone[i]);
 	}
 	for (size_t i = 0; st->recs && i < st->nvcpus; i++)
 		if (st->recs[i].tgid)
@@ -276,7 +288,7 @@ static void rec_read_delay(const struct kvm_state *st, struct vcpu_rec *r)
 	uint64_t ns;
 
 	if ((st->run_delay ? st->run_delay : thread_run_delay)(r->tgid, r->tid, &ns))
-		r->rd = ns > r->rd_base ? ns - r->rd_base : 0;
+		r->last[W_RUN_DELAY] = ns > r->rd_base ? ns - r->rd_base : 0;
 }
 
 static void rec_take(struct kvm_state *st, struct vcpu_rec *r,
@@ -396,13 +408,6 @@ static void unmark_exited_vmms(struct kvm_state *st)
 	st->nmarks = n;
 }
 
-/* A VM's sums begin with what its gone slots and threads left. */
-static void vm_sum_begin(struct vm_entry *vm)
-{
-	virt_sums_begin(&vm->sums);
-	vm->d.run_delay = vm->d.rd_gone;
-}
-
 /* A new VM's rows beside its main one (which holds its wait histogram):
  * "<vm>/<class>" of its wait by what held the CPU, its halt histogram. */
 static void vm_rows_init(struct vm_entry *vm)
@@ -455,7 +460,7 @@ static struct vm_entry *vm_row(struct kvm_state *st, uint32_t tgid, bool *droppe
 		st->nretired -= vm->retired;
 		vm->retired = false;
 		virt_table_rekey(&st->vms, vm, tgid);
-		vm_sum_begin(vm);
+		virt_sums_begin(&vm->sums);
 	} else if ((vm = virt_table_add(&st->vms, tgid, virt_indom(VIRT_I_KVM_VM),
 					virt_indom(VIRT_I_KVM_VM_WAIT_HIST), id->name))) {
 		vm_rows_init(vm);
@@ -585,7 +590,7 @@ static void fold_exited_gone(struct kvm_state *st, int n)
 		if (process_alive(vm, st->gone_tgid[i]))
 			continue;
 		if (vm)
-			virt_sums_fold(&vm->sums, (const uint64_t *)&st->gone[i]);
+			gone_fold(&vm->sums, &st->gone[i]);
 		virt_map_delete(bpf_map__fd(st->skel->maps.vms_gone), &st->gone_tgid[i]);
 		st->gone_tgid[i] = 0;
 	}
@@ -609,7 +614,7 @@ static int fold_exited_vcpus_gone(struct kvm_state *st, int n)
 			continue;
 		}
 		if (vm && (c = vcpu_row(st, vm, vgone_vcpu(st->vgone_key[i]))))
-			virt_sums_fold(&c->sums, (const uint64_t *)&st->vgone[i]);
+			gone_fold(&c->sums, &st->vgone[i]);
 		virt_map_delete(bpf_map__fd(st->skel->maps.vcpus_gone), &st->vgone_key[i]);
 	}
 	st->nvgone = kept;
@@ -624,7 +629,6 @@ static void sum_vcpus(struct kvm_state *st, int nvgone)
 		struct vcpu_entry *c = (struct vcpu_entry *)st->vcpu_rows.v[i];
 
 		virt_sums_begin(&c->sums);
-		c->run_delay = c->rd_gone;
 	}
 	for (size_t j = 0; j < st->nocc; j++) {
 		const struct vcpu_rec *r = &st->recs[st->occ[j]];
@@ -633,14 +637,13 @@ static void sum_vcpus(struct kvm_state *st, int nvgone)
 		if (!r->tgid || !(c = live_vcpu_of(st, r->tgid, r->id)))
 			continue;
 		virt_sums_add(&c->sums, r->last);
-		c->run_delay += r->rd;
 	}
 	for (int i = 0; i < nvgone; i++) {
 		struct vcpu_entry *c = live_vcpu_of(st, vgone_tgid(st->vgone_key[i]),
 						    vgone_vcpu(st->vgone_key[i]));
 
 		if (c)
-			virt_sums_add(&c->sums, (const uint64_t *)&st->vgone[i]);
+			gone_add(&c->sums, &st->vgone[i]);
 	}
 }
 
@@ -675,7 +678,7 @@ static void sum_vms(struct kvm_state *st, struct virt_family *fam)
 	for (size_t i = 0; i < st->vms.n; i++) {
 		struct vm_entry *vm = kvm_vm_at(st, i);
 
-		vm_sum_begin(vm);
+		virt_sums_begin(&vm->sums);
 	}
 	for (size_t j = 0; j < st->nocc; j++) {
 		struct vcpu_rec *r = &st->recs[st->occ[j]];
@@ -685,14 +688,13 @@ static void sum_vms(struct kvm_state *st, struct virt_family *fam)
 		    !(vm = vm_row(st, r->tgid, &r->dropped, max_vms)))
 			continue;
 		virt_sums_add(&vm->sums, r->last);
-		vm->d.run_delay += r->rd;
 	}
 	for (int i = 0; i < n; i++) {
 		bool dropped = true;	/* counted when its slots were live */
 		struct vm_entry *vm;
 
 		if (st->gone_tgid[i] && (vm = vm_row(st, st->gone_tgid[i], &dropped, max_vms)))
-			virt_sums_add(&vm->sums, (const uint64_t *)&st->gone[i]);
+			gone_add(&vm->sums, &st->gone[i]);
 	}
 	sum_vcpus(st, nv);
 }
@@ -716,7 +718,6 @@ static void vm_rows_set(const struct kvm_state *st, struct vm_entry *vm)
 	vm->poll = st->poll_on;
 	vm->d.waits = hist_mass(&sum[W_WAIT_HIST]);
 	vm->d.halts = hist_mass(&sum[W_HALT_HIST]);
-	vm->d.halt_slept = sum[W_HALT_SLEPT];
 	for (unsigned int c = 0; c < KVM_WAIT_CLASSES; c++) {
 		virt_row_set(&vm->by[c], &sum[W_WAIT_BY + c], 1, NULL);
 		if (vm->sched)
@@ -753,7 +754,7 @@ void kvm_vms_read(struct kvm_state *st, struct virt_family *fam)
 		vm->vcpus_seen = 0;
 		if (!vm->k.row.live)
 			continue;
-		virt_row_set(&vm->k.row, vm->sums.sum, VM_WORDS, &vm->sums.sum[W_WAIT_HIST]);
+		virt_row_set(&vm->k.row, NULL, 0, &vm->sums.sum[W_WAIT_HIST]);
 		virt_row_expose(&vm->k.row, true);
 		vm->unseen_known = st->poll_on;
 		vm_rows_set(st, vm);
@@ -761,7 +762,6 @@ void kvm_vms_read(struct kvm_state *st, struct virt_family *fam)
 	for (size_t i = 0; i < st->vcpu_rows.n; i++) {
 		struct vcpu_entry *c = (struct vcpu_entry *)st->vcpu_rows.v[i];
 
-		virt_row_set(&c->k.row, c->sums.sum, VM_WORDS, NULL);
 		if (c->sums.live) {
 			virt_row_expose(&c->k.row, true);
 			c->vm->vcpus_seen++;

@@ -343,10 +343,21 @@ void virt_sums_release(struct virt_sums *s)
 	*s = (struct virt_sums){ 0 };
 }
 
+void virt_sums_fold_n(struct virt_sums *s, const uint64_t *w, unsigned int nw)
+{
+	for (unsigned int i = 0; i < s->n && i < nw; i++)
+		s->base[i] += w[i];
+}
+
 void virt_sums_fold(struct virt_sums *s, const uint64_t *w)
 {
-	for (unsigned int i = 0; i < s->n; i++)
-		s->base[i] += w[i];
+	virt_sums_fold_n(s, w, s->n);
+}
+
+void virt_sums_fold_word(struct virt_sums *s, unsigned int i, uint64_t v)
+{
+	if (i < s->n)
+		s->base[i] += v;
 }
 
 void virt_sums_begin(struct virt_sums *s)
@@ -356,11 +367,16 @@ void virt_sums_begin(struct virt_sums *s)
 	s->live = 0;
 }
 
-void virt_sums_add(struct virt_sums *s, const uint64_t *w)
+void virt_sums_add_n(struct virt_sums *s, const uint64_t *w, unsigned int nw)
 {
-	for (unsigned int i = 0; i < s->n; i++)
+	for (unsigned int i = 0; i < s->n && i < nw; i++)
 		s->sum[i] += w[i];
 	s->live++;
+}
+
+void virt_sums_add(struct virt_sums *s, const uint64_t *w)
+{
+	virt_sums_add_n(s, w, s->n);
 }
 
 void virt_sums_rebase(struct virt_sums *s)

@@ -110,6 +110,13 @@ void virt_sums_fold(struct virt_sums *s, const uint64_t *w);
 void virt_sums_begin(struct virt_sums *s);
 /* A live object's latest words: sum += w, one more live. */
 void virt_sums_add(struct virt_sums *s, const uint64_t *w);
+/* The same for an object that has only the first nw words (a kernel
+ * struct; the sums' words after it are the agent's own). */
+void virt_sums_fold_n(struct virt_sums *s, const uint64_t *w, unsigned int nw);
+void virt_sums_add_n(struct virt_sums *s, const uint64_t *w, unsigned int nw);
+/* Word i of an object that goes on: what of it is done, v, into the base
+ * (its next words count from 0). */
+void virt_sums_fold_word(struct virt_sums *s, unsigned int i, uint64_t v);
 /* Every object is going (a detach that forgets them): base = sum. */
 void virt_sums_rebase(struct virt_sums *s);
 

@@ -267,7 +267,7 @@ static uint64_t vm_rd(struct kvm_state *st, const char *vm)
 {
 	struct vm_entry *e = vm_named(st, vm);
 
-	return e ? e->d.run_delay : 0;
+	return e ? e->sums.sum[W_RUN_DELAY] : 0;
 }
 
 static uint64_t vcpu_exits(struct kvm_state *st, const char *name)
@@ -281,7 +281,7 @@ static uint64_t vcpu_rd(struct kvm_state *st, const char *name)
 {
 	struct vcpu_entry *c = vcpu_named(st, name);
 
-	return c ? c->run_delay : 0;
+	return c ? c->sums.sum[W_RUN_DELAY] : 0;
 }
 
 static void arrays_open(struct kvm_state *st)
@@ -325,8 +325,8 @@ static void state_init(struct kvm_state *st)
 	skel.bss = &bss;
 	skel.maps.vms_gone = (struct bpf_map *)(void *)&map_tags[0];
 	skel.maps.vcpus_gone = (struct bpf_map *)(void *)&map_tags[1];
-	st->vms = VIRT_TABLE_OF_SUMS(struct vm_entry, sums, VM_WORDS);
-	st->vcpu_rows = VIRT_TABLE_OF_SUMS(struct vcpu_entry, sums, VM_WORDS);
+	st->vms = VIRT_TABLE_OF_SUMS(struct vm_entry, sums, KVM_SUM_WORDS);
+	st->vcpu_rows = VIRT_TABLE_OF_SUMS(struct vcpu_entry, sums, KVM_SUM_WORDS);
 	st->max_vcpus = MAXG;
 	st->gone_tgid = calloc(MAXG, sizeof(*st->gone_tgid));
 	st->gone = calloc(MAXG, sizeof(*st->gone));
@@ -345,7 +345,7 @@ static void check_take(struct kvm_state *st)
 	rd_set(100, 101, 1000);
 	refresh(st);
 	CHECK(st->nocc == 1 && st->occ[0] == 3);
-	CHECK(st->recs[3].tgid == 100 && st->recs[3].tid == 101 && st->recs[3].rd == 1000);
+	CHECK(st->recs[3].tgid == 100 && st->recs[3].tid == 101 && st->recs[3].last[W_RUN_DELAY] == 1000);
 	CHECK(vm_exits(st, "web") == 5 && vm_rd(st, "web") == 1000);
 	CHECK(vcpu_exits(st, "web/vcpu0") == 5 && vcpu_rd(st, "web/vcpu0") == 1000);
 	CHECK(kvm_vm_of(st, 100)->d.vcpus == 1 && kvm_vm_of(st, 100)->k.row.live);
@@ -372,7 +372,7 @@ static void check_recreated(struct kvm_state *st)
 	bpf_exits(5, 2, 20);
 	rd_set(100, 101, 1800);
 	refresh(st);
-	CHECK(st->recs[5].rd == 300 && st->recs[5].rd_base == 1500 && st->nrd_counted == 0);
+	CHECK(st->recs[5].last[W_RUN_DELAY] == 300 && st->recs[5].rd_base == 1500 && st->nrd_counted == 0);
 	CHECK(vm_exits(st, "web") == 9 && vm_rd(st, "web") == 1800);
 	CHECK(vcpu_exits(st, "web/vcpu0") == 9 && vcpu_rd(st, "web/vcpu0") == 1800);
 	CHECK(st->vcpu_rows.n == 1);
@@ -410,7 +410,7 @@ static void check_reclaimed(struct kvm_state *st)
 	bpf_exits(9, 1, 10);
 	rd_set(400, 401, 30);
 	refresh(st);
-	CHECK(st->recs[9].tgid == 400 && st->recs[9].rd == 30);
+	CHECK(st->recs[9].tgid == 400 && st->recs[9].last[W_RUN_DELAY] == 30);
 	CHECK(vm_exits(st, "300") == 4 && vm_rd(st, "300") == 100);
 	CHECK(vcpu_exits(st, "300/vcpu1") == 4 && vcpu_rd(st, "300/vcpu1") == 100);
 	CHECK(vm_exits(st, "400") == 1 && vm_rd(st, "400") == 30);
