@@ -101,6 +101,9 @@ struct virt_sums {
 	unsigned int live;		/* objects added since virt_sums_begin */
 };
 
+/* Sums in the caller's zeroed array of 2 nw words (nothing to release). */
+#define VIRT_SUMS_IN(words, nw) \
+	((struct virt_sums){ .base = (words), .sum = (words) + (nw), .n = (nw) })
 /* Zeroed sums of n words; -1 when out of memory. */
 int virt_sums_init(struct virt_sums *s, unsigned int n);
 void virt_sums_release(struct virt_sums *s);
