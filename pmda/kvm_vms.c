@@ -135,40 +135,37 @@ static int vcpus_gone_now(struct kvm_state *st)
 	return st->nvgone;
 }
 
+/* Thread tid of process tgid's entry of rd_counted, or NULL. */
+static struct rd_counted *rd_counted_find(struct kvm_state *st, uint32_t tgid, uint32_t tid)
+{
+	for (size_t i = 0; i < st->nrd_counted; i++)
+		if (st->rd_counted[i].tgid == tgid && st->rd_counted[i].tid == tid)
+			return &st->rd_counted[i];
+	return NULL;
+}
+
 /* Thread tid of process tgid: its run delay up to rd is counted in its
  * VM's base (no room: a vCPU it runs next counts it again). */
 static void rd_counted_note(struct kvm_state *st, uint32_t tgid, uint32_t tid, uint64_t rd)
 {
-	struct rd_counted *n;
+	struct rd_counted *c = rd_counted_find(st, tgid, tid);
 
-	for (size_t i = 0; i < st->nrd_counted; i++)
-		if (st->rd_counted[i].tgid == tgid && st->rd_counted[i].tid == tid) {
-			st->rd_counted[i].rd = rd;
-			return;
-		}
-	if (st->nrd_counted == st->rd_counted_cap) {
-		size_t cap = st->rd_counted_cap ? 2 * st->rd_counted_cap : 16;
-
-		if (!(n = realloc(st->rd_counted, cap * sizeof(*n))))
-			return;
-		st->rd_counted = n;
-		st->rd_counted_cap = cap;
-	}
-	st->rd_counted[st->nrd_counted++] = (struct rd_counted){ tgid, tid, rd };
+	if (c)
+		c->rd = rd;
+	else if (VIRT_GROW(st->rd_counted, st->rd_counted_cap, st->nrd_counted + 1) == 0)
+		st->rd_counted[st->nrd_counted++] = (struct rd_counted){ tgid, tid, rd };
 }
 
 /* What of thread tid's run delay its VM counted already (0: none), no
  * longer kept: a rec follows the thread from there. */
 static uint64_t rd_counted_take(struct kvm_state *st, uint32_t tgid, uint32_t tid)
 {
-	for (size_t i = 0; i < st->nrd_counted; i++)
-		if (st->rd_counted[i].tgid == tgid && st->rd_counted[i].tid == tid) {
-			uint64_t rd = st->rd_counted[i].rd;
+	struct rd_counted *c = rd_counted_find(st, tgid, tid);
+	uint64_t rd = c ? c->rd : 0;
 
-			st->rd_counted[i] = st->rd_counted[--st->nrd_counted];
-			return rd;
-		}
-	return 0;
+	if (c)
+		*c = st->rd_counted[--st->nrd_counted];
+	return rd;
 }
 
 /* Threads of exited VMMs run no vCPU again. */
@@ -352,16 +349,8 @@ static void n_cap_swap(size_t *a, size_t *b)
 /* Append a mark to the next pass's list; false when out of memory. */
 static bool mark_next(struct kvm_state *st, size_t n, uint32_t tgid, uint64_t start)
 {
-	struct vmm_mark *m;
-
-	if (n == st->marks_next_cap) {
-		size_t cap = n ? 2 * n : 16;
-
-		if (!(m = realloc(st->marks_next, cap * sizeof(*m))))
-			return false;
-		st->marks_next = m;
-		st->marks_next_cap = cap;
-	}
+	if (VIRT_GROW(st->marks_next, st->marks_next_cap, n + 1) < 0)
+		return false;
 	st->marks_next[n] = (struct vmm_mark){ tgid, start };
 	return true;
 }
