@@ -610,34 +610,18 @@ static int fold_exited_vcpus_gone(struct kvm_state *st, int n)
 	return kept;
 }
 
-/* Per vCPU, after the VMs' sums: the same three parts, for vCPUs of live
- * VMs. */
-static void sum_vcpus(struct kvm_state *st, int nvgone)
+/* Every VM's and vCPU's sums begin with what is gone. */
+static void sums_begin(struct kvm_state *st)
 {
-	for (size_t i = 0; i < st->vcpu_rows.n; i++) {
-		struct vcpu_entry *c = (struct vcpu_entry *)st->vcpu_rows.v[i];
-
-		virt_sums_begin(&c->sums);
-	}
-	for (size_t j = 0; j < st->nocc; j++) {
-		const struct vcpu_rec *r = &st->recs[st->occ[j]];
-		struct vcpu_entry *c;
-
-		if (!r->tgid || !(c = live_vcpu_of(st, r->tgid, r->id)))
-			continue;
-		virt_sums_add(&c->sums, r->last);
-	}
-	for (int i = 0; i < nvgone; i++) {
-		struct vcpu_entry *c = live_vcpu_of(st, vgone_tgid(st->vgone_key[i]),
-						    vgone_vcpu(st->vgone_key[i]));
-
-		if (c)
-			gone_add(&c->sums, &st->vgone[i]);
-	}
+	for (size_t i = 0; i < st->vms.n; i++)
+		virt_sums_begin(&kvm_vm_at(st, i)->sums);
+	for (size_t i = 0; i < st->vcpu_rows.n; i++)
+		virt_sums_begin(&((struct vcpu_entry *)st->vcpu_rows.v[i])->sums);
 }
 
-/* Sum per VM: what the slots the agent freed left, what the kernel
- * folded from destroyed vCPUs (vms_gone), and the live slots'. Exited
+/* Sum per VM and per vCPU of a live VM: what the slots the agent freed
+ * left, what the kernel folded from destroyed vCPUs (vms_gone,
+ * vcpus_gone), and the live slots'. Exited
  * VMMs' counts are folded first, so that a VM restarted under its name
  * in the same refresh finds them in its row. */
 static void sum_vms(struct kvm_state *st, struct virt_family *fam)
@@ -664,19 +648,18 @@ static void sum_vms(struct kvm_state *st, struct virt_family *fam)
 	rd_counted_purge(st);
 	retire_exited(st);
 	take_live_slots(st);
-	for (size_t i = 0; i < st->vms.n; i++) {
-		struct vm_entry *vm = kvm_vm_at(st, i);
-
-		virt_sums_begin(&vm->sums);
-	}
+	sums_begin(st);
 	for (size_t j = 0; j < st->nocc; j++) {
 		struct vcpu_rec *r = &st->recs[st->occ[j]];
+		struct vcpu_entry *c;
 		struct vm_entry *vm;
 
 		if (!slot_live(&st->vcpus[st->occ[j]]) ||
 		    !(vm = vm_row(st, r->tgid, &r->dropped, max_vms)))
 			continue;
 		virt_sums_add(&vm->sums, r->last);
+		if ((c = vcpu_row(st, vm, r->id)))
+			virt_sums_add(&c->sums, r->last);
 	}
 	for (int i = 0; i < n; i++) {
 		bool dropped = true;	/* counted when its slots were live */
@@ -685,7 +668,13 @@ static void sum_vms(struct kvm_state *st, struct virt_family *fam)
 		if (st->gone_tgid[i] && (vm = vm_row(st, st->gone_tgid[i], &dropped, max_vms)))
 			gone_add(&vm->sums, &st->gone[i]);
 	}
-	sum_vcpus(st, nv);
+	for (int i = 0; i < nv; i++) {
+		struct vcpu_entry *c = live_vcpu_of(st, vgone_tgid(st->vgone_key[i]),
+						    vgone_vcpu(st->vgone_key[i]));
+
+		if (c)
+			gone_add(&c->sums, &st->vgone[i]);
+	}
 }
 
 static uint64_t hist_mass(const uint64_t *h)
