@@ -37,8 +37,9 @@ struct virt_row {
 	uint64_t v[VIRT_ROW_WORDS];	/* family-defined: count, time, ... */
 	uint64_t hist[VIRT_HIST_BUCKETS];
 	/* what earlier BPF objects counted (before a re-attach), so counters
-	 * stay monotonic when kernel modules come and go; hbase is NULL until
-	 * the first re-attach */
+	 * stay monotonic when kernel modules come and go: v and hist are the
+	 * sums (struct virt_sums, below) of these bases and this attach's
+	 * words; hbase is NULL until the first re-attach */
 	uint64_t base[VIRT_ROW_WORDS];
 	uint64_t *hbase;
 	uint64_t changed_ms;		/* when hist last changed */
@@ -90,10 +91,11 @@ int virt_row_percentile(const struct virt_row *r, unsigned int p, pmAtomValue *a
 
 
 /*
- * Sums: counter words of a row that outlive what counts them (queues,
- * processes, BPF objects), n words of any number: sum = base + each live
- * object's latest words, base = what objects gone and earlier attaches
- * counted. Counters stay monotonic as objects come and go.
+ * Sums: the one way a counter is kept monotonic. Counter words of a row
+ * that outlive what counts them (queues, processes, BPF objects), n words
+ * of any number: sum = base + each live object's latest words, base =
+ * what objects gone and earlier attaches counted. Counters stay monotonic
+ * as objects come and go. A row's own words (virt_row_set) are sums too.
  */
 struct virt_sums {
 	uint64_t *base, *sum;		/* n words each; NULL before init */
