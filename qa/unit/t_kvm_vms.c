@@ -255,34 +255,25 @@ static struct vm_entry *vm_named(struct kvm_state *st, const char *name)
 	return NULL;
 }
 
-/* what a VM's and a vCPU's rows answer */
-static uint64_t vm_exits(struct kvm_state *st, const char *vm)
+/* word w of what a VM's and a vCPU's rows answer (their sums) */
+static uint64_t vm_word(struct kvm_state *st, const char *vm, unsigned int w)
 {
 	struct vm_entry *e = vm_named(st, vm);
 
-	return e ? e->sums.sum[W_COUNT] : 0;
+	return e ? e->sums.sum[w] : 0;
 }
 
-static uint64_t vm_rd(struct kvm_state *st, const char *vm)
-{
-	struct vm_entry *e = vm_named(st, vm);
-
-	return e ? e->sums.sum[W_RUN_DELAY] : 0;
-}
-
-static uint64_t vcpu_exits(struct kvm_state *st, const char *name)
+static uint64_t vcpu_word(struct kvm_state *st, const char *name, unsigned int w)
 {
 	struct vcpu_entry *c = vcpu_named(st, name);
 
-	return c ? c->sums.sum[W_COUNT] : 0;
+	return c ? c->sums.sum[w] : 0;
 }
 
-static uint64_t vcpu_rd(struct kvm_state *st, const char *name)
-{
-	struct vcpu_entry *c = vcpu_named(st, name);
-
-	return c ? c->sums.sum[W_RUN_DELAY] : 0;
-}
+#define vm_exits(st, vm) vm_word(st, vm, W_COUNT)
+#define vm_rd(st, vm) vm_word(st, vm, W_RUN_DELAY)
+#define vcpu_exits(st, name) vcpu_word(st, name, W_COUNT)
+#define vcpu_rd(st, name) vcpu_word(st, name, W_RUN_DELAY)
 
 static void arrays_open(struct kvm_state *st)
 {
