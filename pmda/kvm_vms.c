@@ -282,9 +282,11 @@ static bool thread_run_delay(uint32_t tgid, uint32_t tid, uint64_t *ns)
  * thread gone keeps its last. */
 static void rec_read_delay(const struct kvm_state *st, struct vcpu_rec *r)
 {
-	uint64_t ns;
+	bool (*delay_of)(uint32_t tgid, uint32_t tid, uint64_t *ns) =
+		st->run_delay ? st->run_delay : thread_run_delay;
+	uint64_t ns = 0;
 
-	if ((st->run_delay ? st->run_delay : thread_run_delay)(r->tgid, r->tid, &ns))
+	if (delay_of(r->tgid, r->tid, &ns))
 		r->last[W_RUN_DELAY] = ns > r->rd_base ? ns - r->rd_base : 0;
 }
 
