@@ -270,8 +270,8 @@ static int kvm_init(struct virt_family *fam)
 	if (kvm_alloc_buffers(st, fam) < 0)
 		return -ENOMEM;
 	st->other = st->hcalls = VIRT_TABLE_OF(struct virt_keyed);
-	st->vms = VIRT_TABLE_OF_SUMS(struct vm_entry, sums, VM_WORDS);
-	st->vcpu_rows = VIRT_TABLE_OF_SUMS(struct vcpu_entry, sums, VM_WORDS);
+	st->vms = VIRT_TABLE_OF_SUMS(struct vm_entry, sums, KVM_SUM_WORDS);
+	st->vcpu_rows = VIRT_TABLE_OF_SUMS(struct vcpu_entry, sums, KVM_SUM_WORDS);
 	for (unsigned int k = 0; k < KVM_SUB_KINDS; k++)
 		st->subs[k] = VIRT_TABLE_OF_SUMS(struct sub_entry, sums, 2);
 	st->books = st->vcpu_books = st->vcpu_hists = VIRT_TABLE_OF(struct book_entry);
@@ -438,19 +438,19 @@ static const struct virt_answer kvm_answers[VIRT_NMETRICS] = {
 	WORD(UEXIT_COUNT, KVM_UEXIT, W_COUNT),
 	WORD(UEXIT_TIME, KVM_UEXIT, W_TIME),
 	[VIRT_M_KVM_UEXIT_LATENCY] = VIRT_ANSWER_BUCKET(KVM_UEXIT_HIST),
-	WORD(VM_EXITS, KVM_VM, W_COUNT),
-	WORD(VM_EXIT_TIME, KVM_VM, W_TIME),
-	WORD(VM_UEXITS, KVM_VM, W_UEXITS),
-	WORD(VM_UEXIT_TIME, KVM_VM, W_UTIME),
-	WORD(VCPU_EXITS, KVM_VCPU, W_COUNT),
-	WORD(VCPU_EXIT_TIME, KVM_VCPU, W_TIME),
-	WORD(VCPU_UEXITS, KVM_VCPU, W_UEXITS),
-	WORD(VCPU_UEXIT_TIME, KVM_VCPU, W_UTIME),
+	SUM(VM_EXITS, KVM_VM, struct vm_entry, W_COUNT),
+	SUM(VM_EXIT_TIME, KVM_VM, struct vm_entry, W_TIME),
+	SUM(VM_UEXITS, KVM_VM, struct vm_entry, W_UEXITS),
+	SUM(VM_UEXIT_TIME, KVM_VM, struct vm_entry, W_UTIME),
+	SUM(VCPU_EXITS, KVM_VCPU, struct vcpu_entry, W_COUNT),
+	SUM(VCPU_EXIT_TIME, KVM_VCPU, struct vcpu_entry, W_TIME),
+	SUM(VCPU_UEXITS, KVM_VCPU, struct vcpu_entry, W_UEXITS),
+	SUM(VCPU_UEXIT_TIME, KVM_VCPU, struct vcpu_entry, W_UTIME),
 	PCTS(EXIT, KVM_REASON),
 	PCTS(HCALL, KVM_HCALL),
 	PCTS(UEXIT, KVM_UEXIT),
-	VM(VCPU_RUN_DELAY, KVM_VCPU, struct vcpu_entry, run_delay),
-	VM(VM_RUN_DELAY, KVM_VM, struct vm_entry, d.run_delay),
+	SUM(VCPU_RUN_DELAY, KVM_VCPU, struct vcpu_entry, W_RUN_DELAY),
+	SUM(VM_RUN_DELAY, KVM_VM, struct vm_entry, W_RUN_DELAY),
 	VM_WHEN(RUN_DELAY_WAITS, d.waits, sched),
 	[VIRT_M_KVM_VM_RUN_DELAY_HIST] = VIRT_ANSWER_BUCKET(KVM_VM_WAIT_HIST),
 	VIRT_ANSWER_PERCENTILES(VIRT_M_KVM_VM_RUN_DELAY, KVM_VM, struct vm_entry, k.row, k.row),
@@ -458,7 +458,7 @@ static const struct virt_answer kvm_answers[VIRT_NMETRICS] = {
 	VM(VM_HALTS, KVM_VM, struct vm_entry, d.halts),
 	VM(VM_VCPUS, KVM_VM, struct vm_entry, d.vcpus),
 	SUM(VM_HALT_POLLED, KVM_VM, struct vm_entry, W_HALT_POLLED),
-	VM(VM_HALT_SLEPT, KVM_VM, struct vm_entry, d.halt_slept),
+	SUM(VM_HALT_SLEPT, KVM_VM, struct vm_entry, W_HALT_SLEPT),
 	SUM(VM_HALT_TIME, KVM_VM, struct vm_entry, W_HALT_NS),
 	SUM_WHEN(VM_HALT_POLL_TIME, KVM_VM, struct vm_entry, W_HALT_POLL_NS, poll),
 	[VIRT_M_KVM_VM_HALT_HIST] = VIRT_ANSWER_BUCKET(KVM_VM_HALT_HIST),

@@ -22,9 +22,9 @@
 enum kvm_opt { OPT_LATENCY, OPT_MAX_VCPUS, OPT_MAX_VMS, OPT_MAX_HCALLS, OPT_SCHED, OPT_SUBREASONS,
 	       OPT_SUB_TOP, OPT_VCPU_STATS, NOPTS };
 
-/* Row words: VM rows use all four; reason rows count and time. A VM's
- * and a vCPU's sums are struct kvm_vm_stats as words: the rows take the
- * first four, the rest is answered from the sums (W_*). */
+/* Row words of reason rows: count and time. A VM's and a vCPU's sums are
+ * struct kvm_vm_stats as words, then the agent's own (W_RUN_DELAY): every
+ * counter of theirs is answered from the sums (W_*). */
 enum { W_COUNT, W_TIME, W_UEXITS, W_UTIME };
 #define STATS_WORDS (sizeof(struct kvm_stats) / sizeof(__u64))
 #define VM_WORDS (sizeof(struct kvm_vm_stats) / sizeof(__u64))
@@ -37,20 +37,22 @@ enum { W_COUNT, W_TIME, W_UEXITS, W_UTIME };
 #define W_WAIT_HIST VM_WORD(wait_hist)
 #define W_HALT_HIST VM_WORD(halt_hist)
 #define W_UNSEEN VM_WORD(exits_unseen)
+/* the run delay of the vCPU threads (schedstat): the kernel's gone
+ * entries have no such word */
+#define W_RUN_DELAY VM_WORDS
+#define KVM_SUM_WORDS (VM_WORDS + 1)
 
 extern const char *const kvm_wait_class_names[KVM_WAIT_CLASSES];
 
-/* What a VM's row answers beyond its sums: its run delay (schedstat) and
- * the counts its histograms hold. */
+/* What a VM's row answers beyond its sums: the counts its histograms
+ * hold, its vCPUs. */
 struct vm_derived {
-	uint64_t rd_gone;		/* run delay of vCPU threads it no longer has */
-	uint64_t run_delay;
-	uint64_t waits, halts, halt_slept;
+	uint64_t waits, halts;
 	uint64_t vcpus;			/* its vCPUs the agent tracks (vcpus_seen) */
 };
 
 /* A VM's row (st->vms), named by its VMM process's VM identity (vmid.h):
- * its sums of VM_WORDS (base: vCPU slots that are gone). A row
+ * its sums of KVM_SUM_WORDS (base: vCPU slots and threads that are gone). A row
  * of an exited named VM is kept (retired, keyed by its name) so that the
  * VM restarted under its name (a new pid) carries its counters on. */
 struct vm_entry {
@@ -87,14 +89,14 @@ struct vcpu_stats_fd {
 
 
 /* What the agent last took from a slot of the vcpus array: its share of
- * its VM's counters, and the run delay of its thread (schedstat). */
+ * its VM's counters, and in last[W_RUN_DELAY] the run delay of its thread
+ * (schedstat) beyond rd_base. */
 struct vcpu_rec {
 	uint32_t tgid;			/* 0: nothing taken */
 	uint32_t id;			/* the vCPU's KVM vcpu_id */
 	uint32_t tid;			/* the thread rd was read from */
 	bool dropped;			/* counted once in vm_drops (max_vms) */
-	uint64_t last[VM_WORDS];
-	uint64_t rd;			/* its thread's run_delay beyond rd_base, ns */
+	uint64_t last[KVM_SUM_WORDS];
 	uint64_t rd_base;		/* what of it its VM counted before (struct rd_counted) */
 };
 
@@ -106,8 +108,8 @@ struct vmm_mark {
 	uint64_t start;
 };
 
-/* A thread whose run delay up to rd its VM counted already (in rd_gone:
- * a slot the thread ran went), so that a vCPU it runs next (its VMM
+/* A thread whose run delay up to rd its VM counted already (in its sums'
+ * base: a slot the thread ran went), so that a vCPU it runs next (its VMM
  * re-created its VM) counts from there, not from the thread's start. */
 struct rd_counted {
 	uint32_t tgid, tid;
@@ -126,7 +128,6 @@ struct vcpu_entry {
 	struct vm_entry *vm;
 	uint32_t id;
 	struct virt_sums sums;
-	uint64_t rd_gone, run_delay;	/* run delay of threads it had, of all */
 };
 
 /* A sub-reason's row (st->subs[kind]), "<vm>/<key>" (kvm.h struct
@@ -214,6 +215,8 @@ struct kvm_state {
 	bool vstats_on;			/* vcpu_stats */
 	int vstats_errno;		/* why per-vCPU statistics failed, logged */
 	struct virt_bulk bulk;		/* bulk-read buffers, sized for the largest map */
+	/* a thread's run delay in ns; NULL: its schedstat (unit tests give their own) */
+	bool (*run_delay)(uint32_t tgid, uint32_t tid, uint64_t *ns);
 };
 
 /* kvm_vms.c: per-VM and per-vCPU rows from the vcpus slots */

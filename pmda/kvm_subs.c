@@ -191,9 +191,8 @@ void kvm_subs_set(struct kvm_state *st)
 				continue;
 			}
 			e->timed = st->subs_timed;
-			virt_row_set(&e->k.row, e->sums.sum, 2, NULL);
 			if (e->sums.live)
-				virt_row_expose(&e->k.row, false);
+				virt_row_expose(&e->k.row, e->sums.sum[W_COUNT] != 0);
 			else
 				virt_row_retire(&e->k.row);
 			i++;

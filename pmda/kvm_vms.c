@@ -135,40 +135,37 @@ static int vcpus_gone_now(struct kvm_state *st)
 	return st->nvgone;
 }
 
+/* Thread tid of process tgid's entry of rd_counted, or NULL. */
+static struct rd_counted *rd_counted_find(struct kvm_state *st, uint32_t tgid, uint32_t tid)
+{
+	for (size_t i = 0; i < st->nrd_counted; i++)
+		if (st->rd_counted[i].tgid == tgid && st->rd_counted[i].tid == tid)
+			return &st->rd_counted[i];
+	return NULL;
+}
+
 /* Thread tid of process tgid: its run delay up to rd is counted in its
- * VM's rd_gone (no room: a vCPU it runs next counts it again). */
+ * VM's base (no room: a vCPU it runs next counts it again). */
 static void rd_counted_note(struct kvm_state *st, uint32_t tgid, uint32_t tid, uint64_t rd)
 {
-	struct rd_counted *n;
+	struct rd_counted *c = rd_counted_find(st, tgid, tid);
 
-	for (size_t i = 0; i < st->nrd_counted; i++)
-		if (st->rd_counted[i].tgid == tgid && st->rd_counted[i].tid == tid) {
-			st->rd_counted[i].rd = rd;
-			return;
-		}
-	if (st->nrd_counted == st->rd_counted_cap) {
-		size_t cap = st->rd_counted_cap ? 2 * st->rd_counted_cap : 16;
-
-		if (!(n = realloc(st->rd_counted, cap * sizeof(*n))))
-			return;
-		st->rd_counted = n;
-		st->rd_counted_cap = cap;
-	}
-	st->rd_counted[st->nrd_counted++] = (struct rd_counted){ tgid, tid, rd };
+	if (c)
+		c->rd = rd;
+	else if (VIRT_GROW(st->rd_counted, st->rd_counted_cap, st->nrd_counted + 1) == 0)
+		st->rd_counted[st->nrd_counted++] = (struct rd_counted){ tgid, tid, rd };
 }
 
 /* What of thread tid's run delay its VM counted already (0: none), no
  * longer kept: a rec follows the thread from there. */
 static uint64_t rd_counted_take(struct kvm_state *st, uint32_t tgid, uint32_t tid)
 {
-	for (size_t i = 0; i < st->nrd_counted; i++)
-		if (st->rd_counted[i].tgid == tgid && st->rd_counted[i].tid == tid) {
-			uint64_t rd = st->rd_counted[i].rd;
+	struct rd_counted *c = rd_counted_find(st, tgid, tid);
+	uint64_t rd = c ? c->rd : 0;
 
-			st->rd_counted[i] = st->rd_counted[--st->nrd_counted];
-			return rd;
-		}
-	return 0;
+	if (c)
+		*c = st->rd_counted[--st->nrd_counted];
+	return rd;
 }
 
 /* Threads of exited VMMs run no vCPU again. */
@@ -186,16 +183,17 @@ static void rd_counted_purge(struct kvm_state *st)
  * this), and is noted as counted: the thread may run another vCPU. */
 static void rec_forget_thread(struct kvm_state *st, struct vcpu_rec *r)
 {
+	uint64_t rd = r->last[W_RUN_DELAY];
 	struct vm_entry *vm = r->tgid ? kvm_vm_of(st, r->tgid) : NULL;
-	struct vcpu_entry *c = vm && r->rd ? vcpu_row(st, vm, r->id) : NULL;
+	struct vcpu_entry *c = vm && rd ? vcpu_row(st, vm, r->id) : NULL;
 
 	if (vm)
-		vm->d.rd_gone += r->rd;
+		virt_sums_fold_word(&vm->sums, W_RUN_DELAY, rd);
 	if (c)
-		c->rd_gone += r->rd;
-	if (vm && r->tid && r->rd_base + r->rd)
-		rd_counted_note(st, r->tgid, r->tid, r->rd_base + r->rd);
-	r->rd = 0;
+		virt_sums_fold_word(&c->sums, W_RUN_DELAY, rd);
+	if (vm && r->tid && r->rd_base + rd)
+		rd_counted_note(st, r->tgid, r->tid, r->rd_base + rd);
+	r->last[W_RUN_DELAY] = 0;
 	r->rd_base = 0;
 	r->tid = 0;
 }
@@ -206,12 +204,23 @@ static void rec_fold(struct kvm_state *st, struct vcpu_rec *r)
 	struct vm_entry *vm = kvm_vm_of(st, r->tgid);
 	struct vcpu_entry *c = vm ? vcpu_row(st, vm, r->id) : NULL;
 
-	if (vm)
-		virt_sums_fold(&vm->sums, r->last);
-	if (c)
-		virt_sums_fold(&c->sums, r->last);
 	rec_forget_thread(st, r);
+	if (vm)
+		virt_sums_fold_n(&vm->sums, r->last, VM_WORDS);
+	if (c)
+		virt_sums_fold_n(&c->sums, r->last, VM_WORDS);
 	memset(r, 0, sizeof(*r));
+}
+
+/* A kernel struct kvm_vm_stats (a gone entry) into sums: it has no run delay. */
+static void gone_fold(struct virt_sums *s, const struct kvm_vm_stats *g)
+{
+	virt_sums_fold_n(s, (const uint64_t *)g, VM_WORDS);
+}
+
+static void gone_add(struct virt_sums *s, const struct kvm_vm_stats *g)
+{
+	virt_sums_add_n(s, (const uint64_t *)g, VM_WORDS);
 }
 
 /* The kernel's vms_gone: counts of destroyed vCPUs per process. Entries
@@ -231,7 +240,7 @@ void kvm_vcpus_forget(struct kvm_state *st, uint32_t max_vms)
 		struct vm_entry *vm = kvm_vm_of(st, st->gone_tgid[i]);
 
 		if (vm)
-			virt_sums_fold(&vm->sums, (const uint64_t *)&st->gone[i]);
+			gone_fold(&vm->sums, &st->gone[i]);
 	}
 	n = st->skel ? read_vcpus_gone(st) : 0;
 	for (int i = 0; i < n; i++) {
@@ -239,7 +248,7 @@ void kvm_vcpus_forget(struct kvm_state *st, uint32_t max_vms)
 					       vgone_vcpu(st->vgone_key[i]));
 
 		if (c)
-			virt_sums_fold(&c->sums, (const uint64_t *)&st->vgone[i]);
+			gone_fold(&c->sums, &st->vgone[i]);
 	}
 	for (size_t i = 0; st->recs && i < st->nvcpus; i++)
 		if (st->recs[i].tgid)
@@ -271,12 +280,14 @@ static bool thread_run_delay(uint32_t tgid, uint32_t tid, uint64_t *ns)
 
 /* The rec's thread's run delay beyond what its VM counted before; a
  * thread gone keeps its last. */
-static void rec_read_delay(struct vcpu_rec *r)
+static void rec_read_delay(const struct kvm_state *st, struct vcpu_rec *r)
 {
-	uint64_t ns;
+	bool (*delay_of)(uint32_t tgid, uint32_t tid, uint64_t *ns) =
+		st->run_delay ? st->run_delay : thread_run_delay;
+	uint64_t ns = 0;
 
-	if (thread_run_delay(r->tgid, r->tid, &ns))
-		r->rd = ns > r->rd_base ? ns - r->rd_base : 0;
+	if (delay_of(r->tgid, r->tid, &ns))
+		r->last[W_RUN_DELAY] = ns > r->rd_base ? ns - r->rd_base : 0;
 }
 
 static void rec_take(struct kvm_state *st, struct vcpu_rec *r,
@@ -298,7 +309,7 @@ static void rec_take(struct kvm_state *st, struct vcpu_rec *r,
 		r->rd_base = rd_counted_take(st, r->tgid, tid);
 	}
 	r->tid = tid;
-	rec_read_delay(r);
+	rec_read_delay(st, r);
 }
 
 /* Clear id's bit of a BPF-side id set (kvm.h). */
@@ -340,16 +351,8 @@ static void n_cap_swap(size_t *a, size_t *b)
 /* Append a mark to the next pass's list; false when out of memory. */
 static bool mark_next(struct kvm_state *st, size_t n, uint32_t tgid, uint64_t start)
 {
-	struct vmm_mark *m;
-
-	if (n == st->marks_next_cap) {
-		size_t cap = n ? 2 * n : 16;
-
-		if (!(m = realloc(st->marks_next, cap * sizeof(*m))))
-			return false;
-		st->marks_next = m;
-		st->marks_next_cap = cap;
-	}
+	if (VIRT_GROW(st->marks_next, st->marks_next_cap, n + 1) < 0)
+		return false;
 	st->marks_next[n] = (struct vmm_mark){ tgid, start };
 	return true;
 }
@@ -394,13 +397,6 @@ static void unmark_exited_vmms(struct kvm_state *st)
 	st->marks_next = m;
 	n_cap_swap(&st->marks_cap, &st->marks_next_cap);
 	st->nmarks = n;
-}
-
-/* A VM's sums begin with what its gone slots and threads left. */
-static void vm_sum_begin(struct vm_entry *vm)
-{
-	virt_sums_begin(&vm->sums);
-	vm->d.run_delay = vm->d.rd_gone;
 }
 
 /* A new VM's rows beside its main one (which holds its wait histogram):
@@ -455,7 +451,7 @@ static struct vm_entry *vm_row(struct kvm_state *st, uint32_t tgid, bool *droppe
 		st->nretired -= vm->retired;
 		vm->retired = false;
 		virt_table_rekey(&st->vms, vm, tgid);
-		vm_sum_begin(vm);
+		virt_sums_begin(&vm->sums);
 	} else if ((vm = virt_table_add(&st->vms, tgid, virt_indom(VIRT_I_KVM_VM),
 					virt_indom(VIRT_I_KVM_VM_WAIT_HIST), id->name))) {
 		vm_rows_init(vm);
@@ -539,6 +535,14 @@ static void free_exited_slots(struct kvm_state *st)
 	}
 }
 
+/* A slot claimed by a vCPU of a known process (not free, not retired). */
+static bool slot_live(const volatile struct kvm_vcpu_slot *v)
+{
+	uint64_t ident = v->ident;
+
+	return ident > KVM_VCPU_RETIRED && v->tgid;
+}
+
 /* Slots the kernel freed (a vCPU destroyed): it folded their counts, not
  * their threads' run delay; before exited VMs' rows retire. A rec is
  * taken only from a slot in use at a sum, so the slots of the last one
@@ -547,12 +551,24 @@ static void forget_free_slots(struct kvm_state *st)
 {
 	for (size_t j = 0; j < st->nocc_prev; j++) {
 		size_t i = st->occ_prev[j];
-		const volatile struct kvm_vcpu_slot *v = &st->vcpus[i];
 
-		if ((v->ident <= KVM_VCPU_RETIRED || !v->tgid) && st->recs[i].tgid) {
+		if (!slot_live(&st->vcpus[i]) && st->recs[i].tgid) {
 			rec_forget_thread(st, &st->recs[i]);
 			st->recs[i].tgid = 0;
 		}
+	}
+}
+
+/* The live slots' words into their recs, before any sum begins: a rec
+ * whose slot another VMM claimed since leaves its thread's run delay
+ * with its old VM (rec_take), which this refresh's sums then hold. */
+static void take_live_slots(struct kvm_state *st)
+{
+	for (size_t j = 0; j < st->nocc; j++) {
+		size_t i = st->occ[j];
+
+		if (slot_live(&st->vcpus[i]))
+			rec_take(st, &st->recs[i], &st->vcpus[i]);
 	}
 }
 
@@ -565,7 +581,7 @@ static void fold_exited_gone(struct kvm_state *st, int n)
 		if (process_alive(vm, st->gone_tgid[i]))
 			continue;
 		if (vm)
-			virt_sums_fold(&vm->sums, (const uint64_t *)&st->gone[i]);
+			gone_fold(&vm->sums, &st->gone[i]);
 		virt_map_delete(bpf_map__fd(st->skel->maps.vms_gone), &st->gone_tgid[i]);
 		st->gone_tgid[i] = 0;
 	}
@@ -589,43 +605,25 @@ static int fold_exited_vcpus_gone(struct kvm_state *st, int n)
 			continue;
 		}
 		if (vm && (c = vcpu_row(st, vm, vgone_vcpu(st->vgone_key[i]))))
-			virt_sums_fold(&c->sums, (const uint64_t *)&st->vgone[i]);
+			gone_fold(&c->sums, &st->vgone[i]);
 		virt_map_delete(bpf_map__fd(st->skel->maps.vcpus_gone), &st->vgone_key[i]);
 	}
 	st->nvgone = kept;
 	return kept;
 }
 
-/* Per vCPU, after the VMs' sums: the same three parts, for vCPUs of live
- * VMs. */
-static void sum_vcpus(struct kvm_state *st, int nvgone)
+/* Every VM's and vCPU's sums begin with what is gone. */
+static void sums_begin(struct kvm_state *st)
 {
-	for (size_t i = 0; i < st->vcpu_rows.n; i++) {
-		struct vcpu_entry *c = (struct vcpu_entry *)st->vcpu_rows.v[i];
-
-		virt_sums_begin(&c->sums);
-		c->run_delay = c->rd_gone;
-	}
-	for (size_t j = 0; j < st->nocc; j++) {
-		const struct vcpu_rec *r = &st->recs[st->occ[j]];
-		struct vcpu_entry *c;
-
-		if (!r->tgid || !(c = live_vcpu_of(st, r->tgid, r->id)))
-			continue;
-		virt_sums_add(&c->sums, r->last);
-		c->run_delay += r->rd;
-	}
-	for (int i = 0; i < nvgone; i++) {
-		struct vcpu_entry *c = live_vcpu_of(st, vgone_tgid(st->vgone_key[i]),
-						    vgone_vcpu(st->vgone_key[i]));
-
-		if (c)
-			virt_sums_add(&c->sums, (const uint64_t *)&st->vgone[i]);
-	}
+	for (size_t i = 0; i < st->vms.n; i++)
+		virt_sums_begin(&kvm_vm_at(st, i)->sums);
+	for (size_t i = 0; i < st->vcpu_rows.n; i++)
+		virt_sums_begin(&((struct vcpu_entry *)st->vcpu_rows.v[i])->sums);
 }
 
-/* Sum per VM: what the slots the agent freed left, what the kernel
- * folded from destroyed vCPUs (vms_gone), and the live slots'. Exited
+/* Sum per VM and per vCPU of a live VM: what the slots the agent freed
+ * left, what the kernel folded from destroyed vCPUs (vms_gone,
+ * vcpus_gone), and the live slots'. Exited
  * VMMs' counts are folded first, so that a VM restarted under its name
  * in the same refresh finds them in its row. */
 static void sum_vms(struct kvm_state *st, struct virt_family *fam)
@@ -651,35 +649,34 @@ static void sum_vms(struct kvm_state *st, struct virt_family *fam)
 	nv = fold_exited_vcpus_gone(st, vcpus_gone_now(st));
 	rd_counted_purge(st);
 	retire_exited(st);
-	for (size_t i = 0; i < st->vms.n; i++) {
-		struct vm_entry *vm = kvm_vm_at(st, i);
-
-		vm_sum_begin(vm);
-	}
+	take_live_slots(st);
+	sums_begin(st);
 	for (size_t j = 0; j < st->nocc; j++) {
-		size_t i = st->occ[j];
-		const volatile struct kvm_vcpu_slot *v = &st->vcpus[i];
-		uint64_t ident = v->ident;
-		uint32_t tgid = v->tgid;
+		struct vcpu_rec *r = &st->recs[st->occ[j]];
+		struct vcpu_entry *c;
 		struct vm_entry *vm;
 
-		if (ident <= KVM_VCPU_RETIRED || !tgid)
+		if (!slot_live(&st->vcpus[st->occ[j]]) ||
+		    !(vm = vm_row(st, r->tgid, &r->dropped, max_vms)))
 			continue;
-		rec_take(st, &st->recs[i], v);
-		vm = vm_row(st, tgid, &st->recs[i].dropped, max_vms);
-		if (!vm)
-			continue;
-		virt_sums_add(&vm->sums, st->recs[i].last);
-		vm->d.run_delay += st->recs[i].rd;
+		virt_sums_add(&vm->sums, r->last);
+		if ((c = vcpu_row(st, vm, r->id)))
+			virt_sums_add(&c->sums, r->last);
 	}
 	for (int i = 0; i < n; i++) {
 		bool dropped = true;	/* counted when its slots were live */
 		struct vm_entry *vm;
 
 		if (st->gone_tgid[i] && (vm = vm_row(st, st->gone_tgid[i], &dropped, max_vms)))
-			virt_sums_add(&vm->sums, (const uint64_t *)&st->gone[i]);
+			gone_add(&vm->sums, &st->gone[i]);
 	}
-	sum_vcpus(st, nv);
+	for (int i = 0; i < nv; i++) {
+		struct vcpu_entry *c = live_vcpu_of(st, vgone_tgid(st->vgone_key[i]),
+						    vgone_vcpu(st->vgone_key[i]));
+
+		if (c)
+			gone_add(&c->sums, &st->vgone[i]);
+	}
 }
 
 static uint64_t hist_mass(const uint64_t *h)
@@ -701,7 +698,6 @@ static void vm_rows_set(const struct kvm_state *st, struct vm_entry *vm)
 	vm->poll = st->poll_on;
 	vm->d.waits = hist_mass(&sum[W_WAIT_HIST]);
 	vm->d.halts = hist_mass(&sum[W_HALT_HIST]);
-	vm->d.halt_slept = sum[W_HALT_SLEPT];
 	for (unsigned int c = 0; c < KVM_WAIT_CLASSES; c++) {
 		virt_row_set(&vm->by[c], &sum[W_WAIT_BY + c], 1, NULL);
 		if (vm->sched)
@@ -738,7 +734,7 @@ void kvm_vms_read(struct kvm_state *st, struct virt_family *fam)
 		vm->vcpus_seen = 0;
 		if (!vm->k.row.live)
 			continue;
-		virt_row_set(&vm->k.row, vm->sums.sum, VM_WORDS, &vm->sums.sum[W_WAIT_HIST]);
+		virt_row_set(&vm->k.row, NULL, 0, &vm->sums.sum[W_WAIT_HIST]);
 		virt_row_expose(&vm->k.row, true);
 		vm->unseen_known = st->poll_on;
 		vm_rows_set(st, vm);
@@ -746,7 +742,6 @@ void kvm_vms_read(struct kvm_state *st, struct virt_family *fam)
 	for (size_t i = 0; i < st->vcpu_rows.n; i++) {
 		struct vcpu_entry *c = (struct vcpu_entry *)st->vcpu_rows.v[i];
 
-		virt_row_set(&c->k.row, c->sums.sum, VM_WORDS, NULL);
 		if (c->sums.live) {
 			virt_row_expose(&c->k.row, true);
 			c->vm->vcpus_seen++;

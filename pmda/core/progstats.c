@@ -21,12 +21,21 @@
 
 static int stats_fd = -1;
 
+/* Per family: time and runs, the sums of its objects (the current one
+ * live, earlier ones in the base). */
 static struct {
-	uint64_t base[2];	/* time, runs of the family's earlier objects */
+	uint64_t words[4];
+	struct virt_sums s;
 	uint64_t last[2];	/* the current object's, at the last read */
-	uint64_t now[2];	/* base + last */
-	bool have;		/* now is valid for this fetch */
+	bool have;		/* s.sum is valid for this fetch */
 } cost[VIRT_NFAMILIES];
+
+static struct virt_sums *cost_sums(int f)
+{
+	if (!cost[f].s.n)
+		cost[f].s = VIRT_SUMS_IN(cost[f].words, 2);
+	return &cost[f].s;
+}
 
 void virt_progstats_hold(bool on)
 {
@@ -91,10 +100,9 @@ void virt_progstats_refresh(void)
 		cost[f].have = false;
 		if (!on || fam->state != VIRT_ACTIVE || !fam->obj || object_totals(fam->obj, t) < 0)
 			continue;
-		for (int i = 0; i < 2; i++) {
-			cost[f].last[i] = t[i];
-			cost[f].now[i] = cost[f].base[i] + t[i];
-		}
+		memcpy(cost[f].last, t, sizeof(t));
+		virt_sums_begin(cost_sums(f));
+		virt_sums_add(cost_sums(f), t);
 		cost[f].have = true;
 	}
 }
@@ -110,8 +118,7 @@ void virt_progstats_fold(struct virt_family *fam)
 	if (fam->obj && object_totals(fam->obj, t) < 0)
 		memcpy(t, cost[f].last, sizeof(t));
 	if (fam->obj)
-		for (int i = 0; i < 2; i++)
-			cost[f].base[i] += t[i];
+		virt_sums_fold(cost_sums(f), t);
 	memset(cost[f].last, 0, sizeof(cost[f].last));
 	fam->obj = NULL;
 }
@@ -122,6 +129,6 @@ int virt_progstats_fetch(const struct virt_family *fam, bool runs, pmAtomValue *
 
 	if (!cost[f].have)
 		return PMDA_FETCH_NOVALUES;
-	atom->ull = cost[f].now[runs];
+	atom->ull = cost[f].s.sum[runs];
 	return PMDA_FETCH_STATIC;
 }

@@ -94,24 +94,39 @@ static void update_window(struct virt_row *r, const uint64_t *before, bool chang
 	virt_window_push(&r->win, now, window_ms, r->hist);
 }
 
+/* The row's words, and its histogram, as sums over the row's own storage:
+ * one live object (this attach's map), earlier objects' in the base. */
+static struct virt_sums row_words(struct virt_row *r)
+{
+	return (struct virt_sums){ .base = r->base, .sum = r->v, .n = VIRT_ROW_WORDS };
+}
+
+static struct virt_sums row_hist(struct virt_row *r)
+{
+	return (struct virt_sums){ .base = r->hbase, .sum = r->hist, .n = VIRT_HIST_BUCKETS };
+}
+
 void virt_row_set(struct virt_row *r, const uint64_t *v, unsigned int nv,
 		  const uint64_t *hist)
 {
 	uint64_t before[VIRT_HIST_BUCKETS];
-	bool changed = false;
+	struct virt_sums s = row_words(r), h = row_hist(r);
 
-	for (unsigned int w = 0; w < nv && w < VIRT_ROW_WORDS; w++)
-		r->v[w] = r->base[w] + v[w];
+	if (nv) {
+		virt_sums_begin(&s);
+		virt_sums_add_n(&s, v, nv);
+	}
 	if (!hist)
 		return;
 	memcpy(before, r->hist, sizeof(before));
-	for (unsigned int b = 0; b < VIRT_HIST_BUCKETS; b++) {
-		r->hist[b] = (r->hbase ? r->hbase[b] : 0) + hist[b];
-		changed |= r->hist[b] != before[b];
-	}
+	if (h.base)
+		virt_sums_begin(&h);
+	else
+		memset(r->hist, 0, sizeof(r->hist));
+	virt_sums_add(&h, hist);
 	if (r->hindom == PM_INDOM_NULL || r->no_percentiles)
 		return;
-	update_window(r, before, changed);
+	update_window(r, before, memcmp(before, r->hist, sizeof(before)) != 0);
 }
 
 int virt_row_percentile(const struct virt_row *r, unsigned int p, pmAtomValue *atom)
@@ -126,12 +141,15 @@ int virt_row_percentile(const struct virt_row *r, unsigned int p, pmAtomValue *a
 
 void virt_row_rebase(struct virt_row *r)
 {
-	memcpy(r->base, r->v, sizeof(r->base));
+	struct virt_sums s = row_words(r), h;
+
+	virt_sums_rebase(&s);
 	if (!r->hbase && !(r->hbase = malloc(sizeof(r->hist)))) {
 		pmNotifyErr(LOG_ERR, "%s: out of memory: its histogram restarts from 0", r->name);
 		return;
 	}
-	memcpy(r->hbase, r->hist, sizeof(r->hist));
+	h = row_hist(r);
+	virt_sums_rebase(&h);
 }
 
 void virt_row_expose(struct virt_row *r, bool always)
@@ -343,10 +361,21 @@ void virt_sums_release(struct virt_sums *s)
 	*s = (struct virt_sums){ 0 };
 }
 
+void virt_sums_fold_n(struct virt_sums *s, const uint64_t *w, unsigned int nw)
+{
+	for (unsigned int i = 0; i < s->n && i < nw; i++)
+		s->base[i] += w[i];
+}
+
 void virt_sums_fold(struct virt_sums *s, const uint64_t *w)
 {
-	for (unsigned int i = 0; i < s->n; i++)
-		s->base[i] += w[i];
+	virt_sums_fold_n(s, w, s->n);
+}
+
+void virt_sums_fold_word(struct virt_sums *s, unsigned int i, uint64_t v)
+{
+	if (i < s->n)
+		s->base[i] += v;
 }
 
 void virt_sums_begin(struct virt_sums *s)
@@ -356,11 +385,16 @@ void virt_sums_begin(struct virt_sums *s)
 	s->live = 0;
 }
 
-void virt_sums_add(struct virt_sums *s, const uint64_t *w)
+void virt_sums_add_n(struct virt_sums *s, const uint64_t *w, unsigned int nw)
 {
-	for (unsigned int i = 0; i < s->n; i++)
+	for (unsigned int i = 0; i < s->n && i < nw; i++)
 		s->sum[i] += w[i];
 	s->live++;
+}
+
+void virt_sums_add(struct virt_sums *s, const uint64_t *w)
+{
+	virt_sums_add_n(s, w, s->n);
 }
 
 void virt_sums_rebase(struct virt_sums *s)

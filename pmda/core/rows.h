@@ -37,8 +37,9 @@ struct virt_row {
 	uint64_t v[VIRT_ROW_WORDS];	/* family-defined: count, time, ... */
 	uint64_t hist[VIRT_HIST_BUCKETS];
 	/* what earlier BPF objects counted (before a re-attach), so counters
-	 * stay monotonic when kernel modules come and go; hbase is NULL until
-	 * the first re-attach */
+	 * stay monotonic when kernel modules come and go: v and hist are the
+	 * sums (struct virt_sums, below) of these bases and this attach's
+	 * words; hbase is NULL until the first re-attach */
 	uint64_t base[VIRT_ROW_WORDS];
 	uint64_t *hbase;
 	uint64_t changed_ms;		/* when hist last changed */
@@ -90,10 +91,11 @@ int virt_row_percentile(const struct virt_row *r, unsigned int p, pmAtomValue *a
 
 
 /*
- * Sums: counter words of a row that outlive what counts them (queues,
- * processes, BPF objects), n words of any number: sum = base + each live
- * object's latest words, base = what objects gone and earlier attaches
- * counted. Counters stay monotonic as objects come and go.
+ * Sums: the one way a counter is kept monotonic. Counter words of a row
+ * that outlive what counts them (queues, processes, BPF objects), n words
+ * of any number: sum = base + each live object's latest words, base =
+ * what objects gone and earlier attaches counted. Counters stay monotonic
+ * as objects come and go. A row's own words (virt_row_set) are sums too.
  */
 struct virt_sums {
 	uint64_t *base, *sum;		/* n words each; NULL before init */
@@ -101,6 +103,9 @@ struct virt_sums {
 	unsigned int live;		/* objects added since virt_sums_begin */
 };
 
+/* Sums in the caller's zeroed array of 2 nw words (nothing to release). */
+#define VIRT_SUMS_IN(words, nw) \
+	((struct virt_sums){ .base = (words), .sum = (words) + (nw), .n = (nw) })
 /* Zeroed sums of n words; -1 when out of memory. */
 int virt_sums_init(struct virt_sums *s, unsigned int n);
 void virt_sums_release(struct virt_sums *s);
@@ -110,6 +115,13 @@ void virt_sums_fold(struct virt_sums *s, const uint64_t *w);
 void virt_sums_begin(struct virt_sums *s);
 /* A live object's latest words: sum += w, one more live. */
 void virt_sums_add(struct virt_sums *s, const uint64_t *w);
+/* The same for an object that has only the first nw words (a kernel
+ * struct; the sums' words after it are the agent's own). */
+void virt_sums_fold_n(struct virt_sums *s, const uint64_t *w, unsigned int nw);
+void virt_sums_add_n(struct virt_sums *s, const uint64_t *w, unsigned int nw);
+/* Word i of an object that goes on: what of it is done, v, into the base
+ * (its next words count from 0). */
+void virt_sums_fold_word(struct virt_sums *s, unsigned int i, uint64_t v);
 /* Every object is going (a detach that forgets them): base = sum. */
 void virt_sums_rebase(struct virt_sums *s);
 

@@ -325,6 +325,15 @@ static void check_sums(void)
 	virt_sums_rebase(&s);
 	virt_sums_begin(&s);
 	CHECK(s.live == 0 && s.sum[0] == 5 && s.sum[1] == 7 && s.sum[2] == 9);
+	/* objects of fewer words (the last: the agent's own), one word folded
+	 * of an object that goes on; past the words nothing */
+	virt_sums_add_n(&s, b, 2);
+	CHECK(s.live == 1 && s.sum[0] == 15 && s.sum[1] == 27 && s.sum[2] == 9);
+	virt_sums_fold_n(&s, b, 2);
+	virt_sums_fold_word(&s, 2, 100);
+	virt_sums_fold_word(&s, 3, 1000);
+	virt_sums_begin(&s);
+	CHECK(s.live == 0 && s.sum[0] == 15 && s.sum[1] == 27 && s.sum[2] == 109);
 	virt_sums_release(&s);
 	CHECK(s.n == 0 && s.base == NULL && s.sum == NULL);
 	/* none at all */
