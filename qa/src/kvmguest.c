@@ -7,7 +7,7 @@
  *
  * Usage:  kvmguest [-o N] [-i N] [-c N] [-l LEAF] [-R N] [-W N] [-m MSR] [-x VALUE]
  *                  [-M N] [-G N] [-F N] [-h N] [-n NR | -N] [-d USEC] [-v N] [-r R]
- *                  [-p PORT] [-V amd|intel] [-q] [-P SECS] [-w SECS] [-S] [-H ARGS]
+ *                  [-p PORT] [-V amd|intel] [-q] [-P SECS] [-I MS] [-w SECS] [-S] [-H ARGS]
  *                  [-- ARGS]
  *   -o N      N `out PORT, al` instructions per vCPU (default 0)
  *   -i N      N `in al, PORT` instructions per vCPU, after the outs
@@ -48,6 +48,10 @@
  *             and sleep SECS seconds, or until SIGUSR1, each time: points
  *             where the vCPU exists and its thread is quiet, for reading
  *             its counters
+ *   -I MS     idle forever: at the final hlt, sleep MS milliseconds and
+ *             KVM_RUN again (the guest's jmp takes it back to the hlt), until
+ *             the process is killed: an idle VM woken by a timer, one hlt
+ *             exit per vCPU per MS (bench/scale); no summary is printed
  *   -w SECS   after the summary, linger SECS seconds before exiting (the
  *             process stays alive, so per-VMM-process metrics can be read)
  *   -S        keep each vCPU's KVM statistics fd (KVM_GET_STATS_FD) open
@@ -186,7 +190,7 @@ static unsigned long long msr_value;
 static int hc_spread;			/* -N: hypercall number = loop counter */
 static unsigned long n_vcpus = 1, repeats = 1, port = 0x10;
 static int quiet, intel;
-static unsigned long linger, pause_s;
+static unsigned long linger, pause_s, idle_ms;
 static int keep_stats;			/* -S */
 static char *vhost_args;		/* -H */
 
@@ -424,6 +428,15 @@ static void pause_here(int n)
 	sleep((unsigned int)pause_s);
 }
 
+/* -I: the timer that wakes a halted vCPU */
+static void idle_sleep(void)
+{
+	struct timespec ts = { (time_t)(idle_ms / 1000), (long)(idle_ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
 /* -H: vhostdrv's main on this thread, its arguments split at spaces */
 static void *vhostdrv_run(void *arg)
 {
@@ -516,6 +529,10 @@ static void *vcpu_run(void *arg)
 				v->bad = 1;
 			}
 			v->hc_ret = (int32_t)(uint32_t)regs.rax;
+			if (idle_ms && !v->bad) {
+				idle_sleep();
+				break;
+			}
 			return NULL;
 		default:
 			v->other++;
@@ -675,7 +692,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: kvmguest [-o N] [-i N] [-c N] [-l LEAF] [-R N] [-W N] [-m MSR] [-x VALUE] "
 		"[-M N] [-G N] [-F N] [-h N] [-n NR | -N] [-d USEC] [-v N] [-r R] [-p PORT] [-V amd|intel] "
-		"[-q] [-P SECS] [-w SECS] [-S] [-H ARGS] [-- ARGS]\n");
+		"[-q] [-P SECS] [-I MS] [-w SECS] [-S] [-H ARGS] [-- ARGS]\n");
 	exit(1);
 }
 
@@ -688,7 +705,7 @@ int main(int argc, char **argv)
 	uint64_t t0, t1;
 	int opt, mmap_size;
 
-	while ((opt = getopt(argc, argv, "o:i:c:l:R:W:m:x:M:G:F:h:n:Nd:v:r:p:V:qP:w:SH:")) != -1) {
+	while ((opt = getopt(argc, argv, "o:i:c:l:R:W:m:x:M:G:F:h:n:Nd:v:r:p:V:qP:I:w:SH:")) != -1) {
 		switch (opt) {
 		case 'o': n_out = num(optarg, 'o', 0x7fffffff); break;
 		case 'i': n_in = num(optarg, 'i', 0x7fffffff); break;
@@ -716,6 +733,7 @@ int main(int argc, char **argv)
 			pause_s = num(optarg, 'P', 3600);
 			signal(SIGUSR1, on_usr1);	/* ends a pause: sleep() returns */
 			break;
+		case 'I': idle_ms = num(optarg, 'I', 3600000); break;
 		case 'w': linger = num(optarg, 'w', 86400); break;
 		default: usage();
 		}
