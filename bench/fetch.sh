@@ -19,9 +19,6 @@ set +u; . /etc/pcp.env; set -u
 export PCP_PYTHON_PROG=/usr/bin/python3
 modprobe kvm_amd && modprobe vhost_net && modprobe tun || exit 77
 work=$(mktemp -d)
-# kvmguest -N is newer than some builds: a private copy
-cc -std=c11 -O2 -o $work/kvmguest $top/qa/src/kvmguest.c -lpthread || exit 1
-export PATH=$work:$PATH
 conf=$work/virt.conf
 sed -e "/^\[kvm\]/,/^\[/ s/^max_hypercalls = .*/max_hypercalls = $((H + 100))/" $b/virt.conf > $conf
 
