@@ -544,7 +544,8 @@ static __always_inline void unlisted_clear(struct kvm_vcpu_slot *s)
  * rq clock acct there (0: from when t is queued there). The slot says
  * where before the entry is published: a switch on cpu drops an entry
  * whose slot names another CPU. A full list counts a drop (the wait is
- * not seen) and marks it lost there, so the vCPU is found when it runs. */
+ * not seen) and marks the slot unlisted there, so the vCPU is found when
+ * it runs. */
 static __always_inline void wait_list(struct kvm_vcpu_slot *s, __u32 idx, __u32 cpu,
 				      struct task_struct *t, __u64 acct)
 {
