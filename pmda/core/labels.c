@@ -1,8 +1,7 @@
 /*
  * Instance labels (pmdaLabel(3)): pmdaLabel asks virt_label_callback for
  * each instance of a metric's instance domain; the family that owns the
- * domain answers through its module's labels(). And the agent-wide VM
- * identities behind the labels and instance names of per-VM instances.
+ * domain answers through its module's labels().
  */
 #include "agent.h"
 #include "rows.h"
@@ -11,13 +10,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-
-static struct vmid_set vms;
-
-const struct vmid *virt_vm_of(uint32_t pid)
-{
-	return vmid_set_lookup(&vms, pid);
-}
 
 /* The JSON string text of the character at s into out[8]: '"' and '\\'
  * escaped, control characters as \u00XX, a byte that is not valid UTF-8
