@@ -58,8 +58,13 @@ int virt_ncpus(void);
 void virt_percpu_sum(const void *percpu, size_t nwords, uint64_t *out);
 uint64_t virt_percpu_counters_total(int fd, struct virt_bulk *b, unsigned int n);
 
-/* lifecycle.c */
+/* log.c: libbpf's messages into the PMDA log; an attach's lines held
+ * (virt_log_hold) and written or dropped (virt_log_release) */
 int virt_libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap);
+void virt_log_hold(void);
+void virt_log_release(bool write);
+
+/* lifecycle.c */
 extern uint64_t virt_refreshes;
 void virt_poll_families(void);		/* every poll interval and at start */
 void virt_refresh_family(struct virt_family *fam);
