@@ -37,7 +37,7 @@ struct virt_answer;
 int virt_answers_check(enum virt_family_id f, const struct virt_answer *answers, char *why,
 		       size_t len);
 
-/* kernel.c: one attach of a family's skeleton (virt.h: struct
+/* attach.c: one attach of a family's skeleton (virt.h: struct
  * virt_attach_ops), or NULL with fam->reason listing each method's failure
  * and *rc -ENOENT, or VIRT_NOT_YET when a method found nothing to attach
  * to yet; and its destruction (NULL is fine) */
