@@ -2,6 +2,8 @@
  * Rows: one instance of a family's main instance domain (an exit reason, a
  * queue, a VM), its summed values and, optionally, a log2 histogram exposed
  * as "<name>::<lo>-<hi>" instances of a second domain. Shared by families.
+ * This header also declares what is built on rows: sums (sums.c), answers
+ * (answers.c) and keyed tables (keyed.c); rows themselves are rows.c.
  *
  * Rows never move once created (fetch finds them through pmdaCache private
  * pointers); a row is exposed once its count is non-zero, and histogram

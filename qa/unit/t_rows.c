@@ -1,4 +1,4 @@
-/* Rows (pmda/core/rows.c): bucket instances, re-attach bases, percentile
+/* Rows (pmda/core/rows.c, answers.c, sums.c, keyed.c): bucket instances, re-attach bases, percentile
  * windows kept only while a row's histogram changes, the keyed table,
  * sums and answers. */
 #include "rows.h"
