@@ -16,25 +16,6 @@ int virt_bucket_name(char *buf, size_t len, const char *prefix, unsigned int b)
 	return n;
 }
 
-void virt_sanitize(char *dst, size_t len, const char *src)
-{
-	size_t i;
-
-	if (len == 0)
-		return;
-	for (i = 0; i + 1 < len && src[i]; i++) {
-		unsigned char c = (unsigned char)src[i];
-		int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			 (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-			 c == ':' || c == '/';
-
-		dst[i] = src[i];
-		if (!ok)
-			dst[i] = '_';
-	}
-	dst[i] = '\0';
-}
-
 size_t virt_window_size(unsigned int nb)
 {
 	return sizeof(struct virt_hist_window) + sizeof(uint64_t) * VIRT_WIN_SLOTS * nb;

@@ -7,7 +7,8 @@
  * "<prefix>::<lo>-<hi>": grafana-pcp heatmaps (Vector and Valkey) read the
  * bucket from what follows the first '-' (/^(.+?)-(.+?)$/), so each '-' of
  * a prefix is '_' there (a VM "web-01" has rows "web-01" and buckets
- * "web_01::1024-2047"); kernel-provided prefixes hold none (virt_sanitize).
+ * "web_01::1024-2047"); kernel-provided prefixes hold none (virt_sanitize,
+ * pmda/core/rows.h).
  */
 #ifndef VIRT_HIST_H
 #define VIRT_HIST_H
@@ -39,12 +40,6 @@ static inline char virt_bucket_char(char c)
 /* "<prefix>::<lo>-<hi>" into buf, each '-' of prefix as '_'; returns
  * snprintf's result. */
 int virt_bucket_name(char *buf, size_t len, const char *prefix, unsigned int b);
-
-/* Copy src into dst (len bytes incl. NUL) keeping [A-Za-z0-9_.:/] and
- * mapping everything else ('-', space, control and non-ASCII bytes) to '_'.
- * Kernel-provided names (device, queue, process) pass through this before
- * they become instance names. */
-void virt_sanitize(char *dst, size_t len, const char *src);
 
 /*
  * Percentiles over a sliding window. The histograms are cumulative

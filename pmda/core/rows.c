@@ -36,6 +36,25 @@ size_t virt_rows_freed(void)
 	return n;
 }
 
+void virt_sanitize(char *dst, size_t len, const char *src)
+{
+	size_t i;
+
+	if (len == 0)
+		return;
+	for (i = 0; i + 1 < len && src[i]; i++) {
+		unsigned char c = (unsigned char)src[i];
+		int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			 (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+			 c == ':' || c == '/';
+
+		dst[i] = src[i];
+		if (!ok)
+			dst[i] = '_';
+	}
+	dst[i] = '\0';
+}
+
 void virt_row_init(struct virt_row *r, pmInDom indom, pmInDom hindom,
 		   const char *name)
 {

@@ -60,6 +60,12 @@ void virt_rows_set_clock(uint64_t (*now_ms)(void));
  * caller may give the heap back to the system. */
 size_t virt_rows_freed(void);
 
+/* Copy src into dst (len bytes incl. NUL) keeping [A-Za-z0-9_.:/] and
+ * mapping everything else ('-', space, control and non-ASCII bytes) to '_'.
+ * Kernel-provided names (device, queue, process) pass through this before
+ * they become instance names. */
+void virt_sanitize(char *dst, size_t len, const char *src);
+
 /* Initialise a row named name (callers sanitize kernel-provided parts). */
 void virt_row_init(struct virt_row *r, pmInDom indom, pmInDom hindom,
 		   const char *name);

@@ -48,11 +48,6 @@ int main(void)
 	virt_bucket_name(buf, 6, "a-b-c-d", 10);
 	CHECK(strcmp(buf, "a_b_c") == 0);
 
-	virt_sanitize(buf, sizeof(buf), "virtio-net 0\x01\xff/rx.0");
-	CHECK(strcmp(buf, "virtio_net_0__/rx.0") == 0);
-	virt_sanitize(buf, 4, "abcdef");
-	CHECK(strcmp(buf, "abc") == 0);
-
 	/* percentiles: one bucket, values spread evenly over [1024, 2047] */
 	{
 		uint64_t d[VIRT_HIST_BUCKETS] = { 0 }, v = 0;

@@ -344,6 +344,17 @@ static void check_sums(void)
 	virt_sums_release(&s);
 }
 
+/* the instance names made of kernel-provided parts */
+static void check_sanitize(void)
+{
+	char buf[64];
+
+	virt_sanitize(buf, sizeof(buf), "virtio-net 0\x01\xff/rx.0");
+	CHECK(strcmp(buf, "virtio_net_0__/rx.0") == 0);
+	virt_sanitize(buf, 4, "abcdef");
+	CHECK(strcmp(buf, "abc") == 0);
+}
+
 static void check_grow(void)
 {
 	int *a = NULL;
@@ -442,6 +453,7 @@ int main(void)
 	check_answers();
 	check_sums();
 	check_table_sums();
+	check_sanitize();
 	check_grow();
 	return UNIT_DONE();
 }
