@@ -1,7 +1,7 @@
 #!/bin/sh
 # The layout list behind every module's layout hash (pmda/core/layout.h):
 # each struct, union and enum that the headers a module may include
-# (pmda/core/virt.h, rows.h, slots.h, hist.h, config.h, array.h, vmid.h) define,
+# (pmda/core/virt.h, ids.h, rows.h, slots.h, hist.h, config.h, array.h, vmid.h) define,
 # with its members (fields, enumerators) in order, read from clang's AST of
 # those headers. Enums whose constants come from the metric tables are
 # left out: VIRT_TABLES_CRC covers them. One line per record:

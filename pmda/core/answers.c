@@ -1,5 +1,6 @@
 /* Answers: a fetch of one of a family's metrics answered as the module's
  * answers table says (pmda/core/rows.h). */
+#include "virt.h"
 #include "rows.h"
 
 /* The count of the histogram bucket instance inst of hindom. */

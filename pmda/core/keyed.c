@@ -1,5 +1,6 @@
 /* Keyed tables: a family's rows found by a 64-bit key or by name
  * (pmda/core/rows.h). */
+#include "virt.h"
 #include "rows.h"
 
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+#include "virt.h"
 #include "rows.h"
 
 #include <stdlib.h>

@@ -10,16 +10,19 @@
  * buckets once they are non-zero (counters only grow, so instances only
  * appear, until the row is retired).
  */
-/* before the guard: virt.h ends with layout.h, which needs this header whole */
-#include "virt.h"
-
 #ifndef VIRT_ROWS_H
 #define VIRT_ROWS_H
 
 #include "array.h"
 #include "hist.h"
+#include "ids.h"
 
+#include <pcp/pmapi.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+struct virt_family;		/* virt.h */
 
 #define VIRT_ROW_WORDS 4
 #define VIRT_NAME_MAX 128

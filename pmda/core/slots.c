@@ -1,3 +1,4 @@
+#include "virt.h"
 #include "slots.h"
 
 #include <bpf/libbpf.h>

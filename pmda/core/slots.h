@@ -15,11 +15,10 @@
  * the family's: it claims new slots through a callback and walks the
  * records.
  */
-/* before the guard: virt.h ends with layout.h, which needs this header whole */
-#include "rows.h"
-
 #ifndef VIRT_SLOTS_H
 #define VIRT_SLOTS_H
+
+#include "rows.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,5 +1,6 @@
 /* Sums: counters kept monotonic as the objects that count them come and
  * go (pmda/core/rows.h). */
+#include "virt.h"
 #include "rows.h"
 
 #include <stdlib.h>

@@ -34,30 +34,7 @@
 #define VIRT_MODULE_VERSION 8u
 #define VIRT_MODULE_ABI ((uint64_t)VIRT_MODULE_VERSION << 32 | VIRT_TABLES_CRC)
 
-/* Global metric ids: VIRT_M_<ID> for every VIRT_METRIC in metrics/<family>.def. */
-enum virt_metric_id {
-#define VIRT_METRIC(fam, id, name, item, type, indom, sem, units) VIRT_M_##id,
-#include "all.def"
-	VIRT_NMETRICS
-};
-
-/* Instance domains: VIRT_I_<ID>, indexes into the agent's pmdaIndom table. */
-enum virt_indom_id {
-#define VIRT_INDOM(fam, id, serial, text) VIRT_I_##id,
-#include "all.def"
-	VIRT_NINDOMS
-};
-
-enum virt_cluster {
-#define VIRT_FAMILY(id, name, cluster) VIRT_CLUSTER_##id = cluster,
-#include "all.def"
-};
-
-enum virt_family_id {
-#define VIRT_FAMILY(id, name, cluster) VIRT_F_##id,
-#include "all.def"
-	VIRT_NFAMILIES
-};
+#include "ids.h"
 
 enum virt_state {
 	VIRT_DISABLED,		/* enabled = false, or its config section is broken */
@@ -306,7 +283,8 @@ void virt_bulk_free(struct virt_bulk *b);
 int virt_map_dump_percpu(int fd, struct virt_bulk *b, size_t key_size, size_t nwords,
 			 unsigned int max_entries);
 
-/* VIRT_MODULE_LAYOUT; scripts/layout.sh reads these headers without it */
+/* VIRT_MODULE_LAYOUT (last: it includes the shared headers, which need
+ * only ids.h of this one); scripts/layout.sh reads these headers without it */
 #ifndef VIRT_LAYOUT_PROBE
 #include "layout.h"
 #endif

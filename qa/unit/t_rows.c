@@ -1,6 +1,7 @@
 /* Rows (pmda/core/rows.c, answers.c, sums.c, keyed.c): bucket instances, re-attach bases, percentile
  * windows kept only while a row's histogram changes, the keyed table,
  * sums and answers. */
+#include "virt.h"
 #include "rows.h"
 #include "unit.h"
 

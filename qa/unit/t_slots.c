@@ -2,6 +2,7 @@
  * a dead slot buried (its words zeroed but the dead mark, the owner word
  * FREED) and counters that stay monotonic over burials and over a close
  * and re-open (a re-attach). */
+#include "virt.h"
 #include "slots.h"
 #include "unit.h"
 
