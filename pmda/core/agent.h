@@ -1,6 +1,7 @@
 /*
  * Inside the agent: what its files (pmdavirt.c main loop, tables.c,
- * settings.c, lifecycle.c, fetch.c) share. Modules see only virt.h.
+ * settings.c, lifecycle.c, attach.c, log.c, fetch.c ...) share. Modules
+ * see only virt.h.
  */
 #ifndef VIRT_AGENT_H
 #define VIRT_AGENT_H

@@ -1,7 +1,7 @@
 /*
  * Fetches: refresh the families a request names, then answer each value:
  * the agent's own status metrics here, a family's from its rows as its
- * module's answers table says (pmda/core/rows.c).
+ * module's answers table says (pmda/core/answers.c).
  */
 #include "agent.h"
 #include "rows.h"

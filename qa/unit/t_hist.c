@@ -1,5 +1,5 @@
 /* log2 buckets (bpf/hist_buckets.h: the function the BPF programs run
- * too) and instance names (pmda/core/hist.c). */
+ * too) and bucket instance names (pmda/core/hist.c). */
 #include "hist.h"
 #include "unit.h"
 
