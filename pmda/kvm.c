@@ -164,8 +164,8 @@ static int kvm_configure(struct virt_family *fam, struct virt_skel *obj, const c
 #define ON(what, flag) VIRT_PROG_SWITCH(what, struct kvm_state, flag)
 static const struct virt_prog_switch kvm_switches[] = {
 	ON("sched_*", sched_on), ON("switch_vmcb", vmcb_cache),
-	ON("pio", subs_on), ON("msr", subs_on), ON("cpuid", subs_on), ON("mmio", subs_on),
-	ON("fast_mmio", fast_mmio_on), ON("entry", entry_plain), ON("entry_subs", subs_timed),
+	ON("pio", sub.on), ON("msr", sub.on), ON("cpuid", sub.on), ON("mmio", sub.on),
+	ON("fast_mmio", fast_mmio_on), ON("entry", entry_plain), ON("entry_subs", sub.timed),
 };
 #undef ON
 
@@ -202,15 +202,14 @@ static int kvm_alloc_buffers(struct kvm_state *st, struct virt_family *fam)
 	st->max_vcpus = (uint32_t)fam->opts[OPT_MAX_VCPUS].u;
 	st->vgone_key = calloc(fam->opts[OPT_MAX_VCPUS].u, sizeof(*st->vgone_key));
 	st->vgone = calloc(fam->opts[OPT_MAX_VCPUS].u, sizeof(*st->vgone));
-	if (st->gone_tgid && st->gone && st->vgone_key && st->vgone && kvm_subs_alloc(st, fam) == 0 &&
+	if (st->gone_tgid && st->gone && st->vgone_key && st->vgone && kvm_subs_init(st, fam) == 0 &&
 	    virt_bulk_alloc(&st->bulk, max, sizeof(uint64_t), sizeof(struct kvm_stats)) == 0)
 		return 0;
 	free(st->gone_tgid);
 	free(st->gone);
 	free(st->vgone_key);
 	free(st->vgone);
-	free(st->sub_keys);
-	free(st->sub_vals);
+	kvm_subs_free(st);
 	return -1;
 }
 
@@ -272,8 +271,6 @@ static int kvm_init(struct virt_family *fam)
 	st->other = st->hcalls = VIRT_TABLE_OF(struct virt_keyed);
 	st->vms = VIRT_TABLE_OF_SUMS(struct vm_entry, sums, KVM_SUM_WORDS);
 	st->vcpu_rows = VIRT_TABLE_OF_SUMS(struct vcpu_entry, sums, KVM_SUM_WORDS);
-	for (unsigned int k = 0; k < KVM_SUB_KINDS; k++)
-		st->subs[k] = VIRT_TABLE_OF_SUMS(struct sub_entry, sums, 2);
 	st->books = st->vcpu_books = st->vcpu_hists = VIRT_TABLE_OF(struct book_entry);
 	st->vstats_on = fam->opts[OPT_VCPU_STATS].b;
 	init_rows(st);
@@ -391,7 +388,7 @@ static int kvm_refresh(struct virt_family *fam)
 	err |= read_hash(st, skel->maps.hcalls, &st->hcalls, VIRT_I_KVM_HCALL,
 			 VIRT_I_KVM_HCALL_HIST, name_decimal);
 	err |= read_array(st, skel->maps.uexits, st->uexit, KVM_UEXIT_REASONS);
-	if (st->subs_on)
+	if (st->sub.on)
 		err |= kvm_subs_read(st);
 	kvm_vms_read(st, fam);
 	kvm_subs_set(st);

@@ -163,6 +163,17 @@ struct books_bad {
 	char name[KVM_BOOK_NAME_MAX];
 };
 
+/* kvm_subs.c's part of the state: the sub-reasons' rows and a read of
+ * "subs" */
+struct kvm_subs {
+	bool on, timed;			/* subreasons loaded; with latency */
+	struct virt_table rows[KVM_SUB_KINDS];	/* of struct sub_entry */
+	struct kvm_sub_key *keys;	/* a read of "subs" (max entries) */
+	struct kvm_sub_stats *vals;
+	uint32_t max;
+	uint64_t gen;			/* reads of "subs" */
+};
+
 struct kvm_state {
 	struct kvm_bpf *skel;
 	struct virt_row slots[KVM_SLOTS];
@@ -201,12 +212,7 @@ struct kvm_state {
 	bool fast_mmio_on;		/* subreasons' kvm_fast_mmio hook loaded */
 	bool entry_plain;		/* latency without subreasons: plain entry */
 	bool poll_on;			/* halts carry KVM's poll time (not tracepoint) */
-	bool subs_on, subs_timed;	/* subreasons loaded; with latency */
-	struct virt_table subs[KVM_SUB_KINDS];	/* of struct sub_entry */
-	struct kvm_sub_key *sub_keys;	/* a read of "subs" (sub_max entries) */
-	struct kvm_sub_stats *sub_vals;
-	uint32_t sub_max;
-	uint64_t subs_gen;		/* reads of "subs" */
+	struct kvm_subs sub;		/* kvm_subs.c's */
 	struct virt_table books, vcpu_books, vcpu_hists;	/* of struct book_entry */
 	struct books_bad *bad;		/* as many as found */
 	unsigned int nbad, bad_cap;
@@ -228,7 +234,8 @@ void kvm_vms_read(struct kvm_state *st, struct virt_family *fam);
 
 /* kvm_subs.c: sub-reasons */
 void kvm_subs_configure(struct virt_family *fam, struct kvm_bpf *skel);
-int kvm_subs_alloc(struct kvm_state *st, struct virt_family *fam);
+int kvm_subs_init(struct kvm_state *st, struct virt_family *fam);
+void kvm_subs_free(struct kvm_state *st);
 void kvm_subs_forget(struct kvm_state *st);
 int kvm_subs_read(struct kvm_state *st);
 void kvm_subs_set(struct kvm_state *st);

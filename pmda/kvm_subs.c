@@ -29,30 +29,38 @@ void kvm_subs_configure(struct virt_family *fam, struct kvm_bpf *skel)
 
 	skel->rodata->subreasons = on;
 	skel->rodata->sub_top = (__u32)fam->opts[OPT_SUB_TOP].u;
-	st->subs_on = on;
-	st->subs_timed = on && latency;
+	st->sub.on = on;
+	st->sub.timed = on && latency;
 	st->entry_plain = latency && !on;
 	/* Intel fast MMIO (kvm_fast_mmio, arch/x86/kvm/trace.h): a hook of
 	 * its own, left out where the kernel lacks the tracepoint */
 	st->fast_mmio_on = on && virt_tracepoint_exists("kvm", "kvm_fast_mmio");
 	if (!on)
 		return;
-	bpf_map__set_max_entries(skel->maps.subs, st->sub_max);
+	bpf_map__set_max_entries(skel->maps.subs, st->sub.max);
 	bpf_map__set_max_entries(skel->maps.sub_used, (__u32)fam->opts[OPT_MAX_VMS].u);
 }
 
 /* subreasons: "subs" holds every VM's sub_top keys and "other" of each
  * kind; the agent reads it whole */
-int kvm_subs_alloc(struct kvm_state *st, struct virt_family *fam)
+int kvm_subs_init(struct kvm_state *st, struct virt_family *fam)
 {
 	uint64_t n = fam->opts[OPT_MAX_VMS].u * KVM_SUB_KINDS * (fam->opts[OPT_SUB_TOP].u + 1);
 
+	for (unsigned int k = 0; k < KVM_SUB_KINDS; k++)
+		st->sub.rows[k] = VIRT_TABLE_OF_SUMS(struct sub_entry, sums, 2);
 	if (!fam->opts[OPT_SUBREASONS].b)
 		return 0;
-	st->sub_max = n > (1u << 20) ? 1u << 20 : (uint32_t)n;
-	st->sub_keys = calloc(st->sub_max, sizeof(*st->sub_keys));
-	st->sub_vals = calloc(st->sub_max, sizeof(*st->sub_vals));
-	return st->sub_keys && st->sub_vals ? 0 : -1;
+	st->sub.max = n > (1u << 20) ? 1u << 20 : (uint32_t)n;
+	st->sub.keys = calloc(st->sub.max, sizeof(*st->sub.keys));
+	st->sub.vals = calloc(st->sub.max, sizeof(*st->sub.vals));
+	return st->sub.keys && st->sub.vals ? 0 : -1;
+}
+
+void kvm_subs_free(struct kvm_state *st)
+{
+	free(st->sub.keys);
+	free(st->sub.vals);
 }
 
 /* Each row's sums, begun (sum = base) or rebased (the map goes: what it
@@ -60,8 +68,8 @@ int kvm_subs_alloc(struct kvm_state *st, struct virt_family *fam)
 static void subs_each(struct kvm_state *st, void (*how)(struct virt_sums *))
 {
 	for (unsigned int k = 0; k < KVM_SUB_KINDS; k++)
-		for (size_t i = 0; i < st->subs[k].n; i++)
-			how(&((struct sub_entry *)st->subs[k].v[i])->sums);
+		for (size_t i = 0; i < st->sub.rows[k].n; i++)
+			how(&((struct sub_entry *)st->sub.rows[k].v[i])->sums);
 }
 
 void kvm_subs_forget(struct kvm_state *st)
@@ -101,7 +109,7 @@ static struct sub_entry *sub_row(struct kvm_state *st, const struct vm_entry *vm
 	struct sub_entry *e;
 
 	sub_key_name(name + vmlen, sizeof(name) - (size_t)vmlen, k);
-	e = virt_table_get_name(&st->subs[k->kind], virt_indom(sub_kinds[k->kind].indom),
+	e = virt_table_get_name(&st->sub.rows[k->kind], virt_indom(sub_kinds[k->kind].indom),
 				PM_INDOM_NULL, name);
 	if (!e)
 		return NULL;
@@ -112,8 +120,8 @@ static struct sub_entry *sub_row(struct kvm_state *st, const struct vm_entry *vm
 /* kvm_vm_alive(), once per VM and read of "subs" (a stat of /proc) */
 static bool sub_vm_alive(const struct kvm_state *st, struct vm_entry *vm)
 {
-	if (vm->subs_gen != st->subs_gen) {
-		vm->subs_gen = st->subs_gen;
+	if (vm->subs_gen != st->sub.gen) {
+		vm->subs_gen = st->sub.gen;
 		vm->subs_alive = kvm_vm_alive(vm);
 	}
 	return vm->subs_alive;
@@ -131,8 +139,8 @@ static void sub_delete(struct kvm_state *st, const struct kvm_sub_key *k)
  * base, and leaves the map. */
 static void sub_take(struct kvm_state *st, int i, bool live)
 {
-	const struct kvm_sub_key *k = &st->sub_keys[i];
-	const uint64_t *w = (const uint64_t *)&st->sub_vals[i];	/* count, time */
+	const struct kvm_sub_key *k = &st->sub.keys[i];
+	const uint64_t *w = (const uint64_t *)&st->sub.vals[i];	/* count, time */
 	struct vm_entry *vm = kvm_vm_of(st, k->tgid);
 	struct sub_entry *e;
 
@@ -156,10 +164,10 @@ static void sub_take(struct kvm_state *st, int i, bool live)
  * that the sums begun after them count them. */
 int kvm_subs_read(struct kvm_state *st)
 {
-	int n = virt_map_dump(bpf_map__fd(st->skel->maps.subs), st->sub_keys, sizeof(*st->sub_keys),
-			      st->sub_vals, sizeof(*st->sub_vals), st->sub_max);
+	int n = virt_map_dump(bpf_map__fd(st->skel->maps.subs), st->sub.keys, sizeof(*st->sub.keys),
+			      st->sub.vals, sizeof(*st->sub.vals), st->sub.max);
 
-	st->subs_gen++;
+	st->sub.gen++;
 	for (int i = 0; i < n; i++)
 		sub_take(st, i, false);
 	subs_each(st, virt_sums_begin);
@@ -183,14 +191,14 @@ static bool sub_vm_known(struct kvm_state *st, const struct sub_entry *e)
 void kvm_subs_set(struct kvm_state *st)
 {
 	for (unsigned int k = 0; k < KVM_SUB_KINDS; k++) {
-		for (size_t i = 0; i < st->subs[k].n;) {
-			struct sub_entry *e = (struct sub_entry *)st->subs[k].v[i];
+		for (size_t i = 0; i < st->sub.rows[k].n;) {
+			struct sub_entry *e = (struct sub_entry *)st->sub.rows[k].v[i];
 
 			if (!e->sums.live && !sub_vm_known(st, e)) {
-				virt_table_remove(&st->subs[k], e);	/* the last entry takes its place */
+				virt_table_remove(&st->sub.rows[k], e);	/* the last entry takes its place */
 				continue;
 			}
-			e->timed = st->subs_timed;
+			e->timed = st->sub.timed;
 			if (e->sums.live)
 				virt_row_expose(&e->k.row, e->sums.sum[W_COUNT] != 0);
 			else
