@@ -271,8 +271,8 @@ static int kvm_init(struct virt_family *fam)
 	st->other = st->hcalls = VIRT_TABLE_OF(struct virt_keyed);
 	st->vms = VIRT_TABLE_OF_SUMS(struct vm_entry, sums, KVM_SUM_WORDS);
 	st->vcpu_rows = VIRT_TABLE_OF_SUMS(struct vcpu_entry, sums, KVM_SUM_WORDS);
-	st->books = st->vcpu_books = st->vcpu_hists = VIRT_TABLE_OF(struct book_entry);
-	st->vstats_on = fam->opts[OPT_VCPU_STATS].b;
+	kvm_debugfs_init(st);
+	kvm_statfds_init(st, fam);
 	init_rows(st);
 	return 0;
 }
@@ -394,9 +394,9 @@ static int kvm_refresh(struct virt_family *fam)
 	kvm_subs_set(st);
 	if (books)
 		kvm_debugfs_read(st);
-	if (st->vstats_on && kvm_statfds_asked())
+	if (st->vs.on && kvm_statfds_asked())
 		kvm_statfds_read(st);
-	else if (st->vstats_on)
+	else if (st->vs.on)
 		kvm_statfds_drop_stale(st);
 	fam->dropped_now = st->vm_drops;	/* and the drops map's: the agent's */
 	return err ? -EIO : 0;

@@ -23,8 +23,8 @@ static bool book_skip(const char *name, void *arg)
 {
 	const struct kvm_state *st = ((struct books_ctx *)arg)->st;
 
-	for (unsigned int i = 0; i < st->nbad; i++)
-		if (strncmp(st->bad[i].name, name, sizeof(st->bad[i].name) - 1) == 0)
+	for (unsigned int i = 0; i < st->dfs.nbad; i++)
+		if (strncmp(st->dfs.bad[i].name, name, sizeof(st->dfs.bad[i].name) - 1) == 0)
 			return true;	/* a name too long matches as far as it was kept */
 	return false;
 }
@@ -32,20 +32,20 @@ static bool book_skip(const char *name, void *arg)
 /* Room for one more bad file; false (logged once) when out of memory. */
 static bool book_bad_room(struct kvm_state *st)
 {
-	unsigned int cap = st->bad_cap ? 2 * st->bad_cap : 32;
+	unsigned int cap = st->dfs.bad_cap ? 2 * st->dfs.bad_cap : 32;
 	struct books_bad *b;
 
-	if (st->nbad < st->bad_cap)
+	if (st->dfs.nbad < st->dfs.bad_cap)
 		return true;
-	if ((b = realloc(st->bad, cap * sizeof(*b)))) {
-		st->bad = b;
-		st->bad_cap = cap;
+	if ((b = realloc(st->dfs.bad, cap * sizeof(*b)))) {
+		st->dfs.bad = b;
+		st->dfs.bad_cap = cap;
 		return true;
 	}
-	if (!st->bad_nomem)
+	if (!st->dfs.bad_nomem)
 		virt_log(LOG_WARNING, "kvm: out of memory: files of %s that are no statistic "
 			 "are read at every fetch", KVM_BOOKS_ROOT);
-	st->bad_nomem = true;
+	st->dfs.bad_nomem = true;
 	return false;
 }
 
@@ -58,8 +58,8 @@ static void book_bad(const char *name, int err, void *arg)
 
 	if ((err != -EINVAL && err != -ENAMETOOLONG) || !book_bad_room(st))
 		return;
-	snprintf(st->bad[st->nbad].name, sizeof(st->bad[0].name), "%s", name);
-	st->nbad++;
+	snprintf(st->dfs.bad[st->dfs.nbad].name, sizeof(st->dfs.bad[0].name), "%s", name);
+	st->dfs.nbad++;
 	virt_log(LOG_INFO, "kvm: %s/%s/%.*s is no statistic (%s), skipped from now on",
 		 KVM_BOOKS_ROOT, c->dir, 2 * KVM_BOOK_NAME_MAX, name,
 		 err == -EINVAL ? "not a number" : "name too long");
@@ -112,7 +112,7 @@ static void book_stat(const struct kvm_book *k, void *arg)
 {
 	struct books_ctx *c = arg;
 	struct vm_entry *vm = c->vm;
-	struct book_entry *b = kvm_book_row(&c->st->books, virt_indom(VIRT_I_KVM_VM_STAT), PM_INDOM_NULL,
+	struct book_entry *b = kvm_book_row(&c->st->dfs.vm_books, virt_indom(VIRT_I_KVM_VM_STAT), PM_INDOM_NULL,
 					vm, -1, k->name);
 
 	if (!b)
@@ -148,9 +148,9 @@ static struct vm_entry *books_vm(struct kvm_state *st, uint32_t pid)
 
 static void books_log_root(struct kvm_state *st, int err)
 {
-	if (err == st->books_errno)
+	if (err == st->dfs.root_errno)
 		return;
-	st->books_errno = err;
+	st->dfs.root_errno = err;
 	if (err)
 		virt_log(LOG_INFO, "kvm: KVM's own statistics unavailable: %s: %s%s", KVM_BOOKS_ROOT,
 			 strerror(err), err == ENOENT ? " (debugfs not mounted?)" : "");
@@ -199,13 +199,18 @@ void kvm_book_rows_unsee(struct virt_table *t)
 /* Each live VM's directory of /sys/kernel/debug/kvm: one readdir of the
  * root, one of each VM directory and of each of its vcpu<N>/, a read of
  * each file. No debugfs: no values (logged once). */
+void kvm_debugfs_init(struct kvm_state *st)
+{
+	st->dfs.vm_books = st->dfs.vcpu_books = st->dfs.vcpu_hists = VIRT_TABLE_OF(struct book_entry);
+}
+
 void kvm_debugfs_read(struct kvm_state *st)
 {
 	struct dirent *de;
 	int root;
 	DIR *d = books_root(st, &root);
 
-	kvm_book_rows_unsee(&st->books);
+	kvm_book_rows_unsee(&st->dfs.vm_books);
 	while (d && (de = readdir(d))) {
 		struct books_ctx c = { st, NULL, de->d_name };
 		uint32_t pid = kvm_books_dir_pid(de->d_name);
@@ -217,7 +222,7 @@ void kvm_debugfs_read(struct kvm_state *st)
 		closedir(d);
 		close(root);
 	}
-	kvm_book_rows_expose(&st->books);
+	kvm_book_rows_expose(&st->dfs.vm_books);
 }
 
 /* KVM's books cost a directory walk and ~60 reads per VM: read only for a
@@ -233,7 +238,7 @@ bool kvm_debugfs_asked(void)
 /* The VM's row goes: its rows of KVM's own values too. */
 void kvm_book_rows_remove(struct kvm_state *st, const struct vm_entry *vm)
 {
-	struct virt_table *tables[] = { &st->books, &st->vcpu_books, &st->vcpu_hists };
+	struct virt_table *tables[] = { &st->dfs.vm_books, &st->dfs.vcpu_books, &st->dfs.vcpu_hists };
 
 	for (size_t t = 0; t < VIRT_ARRAY_SIZE(tables); t++)
 		for (size_t i = 0; i < tables[t]->n;) {

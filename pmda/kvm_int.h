@@ -174,6 +174,22 @@ struct kvm_subs {
 	uint64_t gen;			/* reads of "subs" */
 };
 
+/* kvm_debugfs.c's part: the rows of KVM's values (kvm_statfds.c fills
+ * the vCPUs' too, through kvm_book_row) and the files found no statistic */
+struct kvm_debugfs {
+	struct virt_table vm_books, vcpu_books, vcpu_hists;	/* of struct book_entry */
+	struct books_bad *bad;		/* as many as found */
+	unsigned int nbad, bad_cap;
+	bool bad_nomem;			/* logged: one could not be kept */
+	int root_errno;			/* of the last failed open of the root, logged */
+};
+
+/* kvm_statfds.c's part */
+struct kvm_statfds {
+	bool on;			/* vcpu_stats */
+	int err;			/* why per-vCPU statistics failed, logged */
+};
+
 struct kvm_state {
 	struct kvm_bpf *skel;
 	struct virt_row slots[KVM_SLOTS];
@@ -213,13 +229,8 @@ struct kvm_state {
 	bool entry_plain;		/* latency without subreasons: plain entry */
 	bool poll_on;			/* halts carry KVM's poll time (not tracepoint) */
 	struct kvm_subs sub;		/* kvm_subs.c's */
-	struct virt_table books, vcpu_books, vcpu_hists;	/* of struct book_entry */
-	struct books_bad *bad;		/* as many as found */
-	unsigned int nbad, bad_cap;
-	bool bad_nomem;			/* logged: one could not be kept */
-	int books_errno;		/* of the last failed open of the root, logged */
-	bool vstats_on;			/* vcpu_stats */
-	int vstats_errno;		/* why per-vCPU statistics failed, logged */
+	struct kvm_debugfs dfs;		/* kvm_debugfs.c's */
+	struct kvm_statfds vs;		/* kvm_statfds.c's */
 	struct virt_bulk bulk;		/* bulk-read buffers, sized for the largest map */
 	/* a thread's run delay in ns; NULL: its schedstat (unit tests give their own) */
 	bool (*run_delay)(uint32_t tgid, uint32_t tid, uint64_t *ns);
@@ -248,10 +259,12 @@ void kvm_book_add(struct book_entry *b, uint64_t value, enum kvm_stat_kind kind)
 void kvm_book_rows_unsee(struct virt_table *t);
 void kvm_book_rows_expose(struct virt_table *t);
 void kvm_book_rows_remove(struct kvm_state *st, const struct vm_entry *vm);
+void kvm_debugfs_init(struct kvm_state *st);
 bool kvm_debugfs_asked(void);
 void kvm_debugfs_read(struct kvm_state *st);
 
 /* kvm_statfds.c: KVM's per-vCPU statistics fds (vcpu_stats) */
+void kvm_statfds_init(struct kvm_state *st, const struct virt_family *fam);
 void kvm_statfds_close(struct vm_entry *vm);
 void kvm_statfds_close_all(struct kvm_state *st);
 bool kvm_statfds_asked(void);

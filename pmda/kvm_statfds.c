@@ -24,6 +24,11 @@ static void vstats_fd_release(struct vcpu_stats_fd *v)
 	free(v->data);
 }
 
+void kvm_statfds_init(struct kvm_state *st, const struct virt_family *fam)
+{
+	st->vs.on = fam->opts[OPT_VCPU_STATS].b;
+}
+
 void kvm_statfds_close(struct vm_entry *vm)
 {
 	for (unsigned int i = 0; i < vm->nvsfd; i++)
@@ -55,9 +60,9 @@ static const char *vstats_hint(int err)
 /* Why the per-vCPU statistics failed, logged once per reason. */
 static void vstats_log(struct kvm_state *st, const char *what, int err)
 {
-	if (err == st->vstats_errno)
+	if (err == st->vs.err)
 		return;
-	st->vstats_errno = err;
+	st->vs.err = err;
 	virt_log(LOG_INFO, "kvm: KVM's per-vCPU statistics unavailable: %s: %s%s", what,
 		 strerror(err), vstats_hint(err));
 }
@@ -134,9 +139,9 @@ static void vstats_open(struct kvm_state *st, struct vm_entry *vm, int dirfd)
 		vm->vs_err = -err;
 		vstats_log(st, what, -err);
 	} else if (vm->nvsfd) {
-		st->vstats_errno = 0;
-	} else if (st->vstats_errno != -1) {
-		st->vstats_errno = -1;
+		st->vs.err = 0;
+	} else if (st->vs.err != -1) {
+		st->vs.err = -1;
 		virt_log(LOG_INFO, "kvm: VMM %u holds no vCPU statistics fd (anon_inode:kvm-vcpu-stats: QEMU 7.2 opens none), so its vCPUs' have no values; logged once",
 			 (uint32_t)vm->k.key);
 	}
@@ -212,11 +217,11 @@ static void vstats_read_one(struct kvm_state *st, struct vm_entry *vm, struct vc
 		struct book_entry *b;
 
 		if (d->kind == KVM_STAT_LOG_HIST &&
-		    (b = kvm_book_row(&st->vcpu_hists, PM_INDOM_NULL,
+		    (b = kvm_book_row(&st->dfs.vcpu_hists, PM_INDOM_NULL,
 				  virt_indom(VIRT_I_KVM_VCPU_STAT_HIST), vm, (int)v->id, d->name)))
 			vstats_hist(b, w, d->size);
 		else if (d->kind < KVM_STAT_LOG_HIST &&	/* count, time, instant, peak */
-			 (b = kvm_book_row(&st->vcpu_books, virt_indom(VIRT_I_KVM_VCPU_STAT),
+			 (b = kvm_book_row(&st->dfs.vcpu_books, virt_indom(VIRT_I_KVM_VCPU_STAT),
 				       PM_INDOM_NULL, vm, (int)v->id, d->name)))
 			kvm_book_add(b, kvm_vstat_value(d, w[0]), d->kind);
 	}
@@ -239,8 +244,8 @@ static void vstats_expose_hists(struct virt_table *t)
 /* Each live VM's vCPUs' statistics fds, one pread each. */
 void kvm_statfds_read(struct kvm_state *st)
 {
-	kvm_book_rows_unsee(&st->vcpu_books);
-	kvm_book_rows_unsee(&st->vcpu_hists);
+	kvm_book_rows_unsee(&st->dfs.vcpu_books);
+	kvm_book_rows_unsee(&st->dfs.vcpu_hists);
 	for (size_t i = 0; i < st->vms.n; i++) {
 		struct vm_entry *vm = kvm_vm_at(st, i);
 
@@ -250,8 +255,8 @@ void kvm_statfds_read(struct kvm_state *st)
 		for (unsigned int k = 0; k < vm->nvsfd; k++)
 			vstats_read_one(st, vm, &vm->vsfd[k]);
 	}
-	kvm_book_rows_expose(&st->vcpu_books);
-	vstats_expose_hists(&st->vcpu_hists);
+	kvm_book_rows_expose(&st->dfs.vcpu_books);
+	vstats_expose_hists(&st->dfs.vcpu_hists);
 }
 
 /* Read only for a fetch that names their metrics or an instance request
