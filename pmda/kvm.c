@@ -261,6 +261,15 @@ static void kvm_detach(struct virt_family *fam)
 	rebase_keyed(&st->hcalls);
 }
 
+/* A VM's row goes (forever: freed, else retired under its name): what
+ * the parts keep per VM goes with it (kvm_vms.c's retire_exited). */
+void kvm_vm_going(struct kvm_state *st, struct vm_entry *vm, bool forever)
+{
+	kvm_statfds_close(vm);
+	if (forever)
+		kvm_book_rows_remove(st, vm);
+}
+
 /* First attach: rows live until exit. */
 static int kvm_init(struct virt_family *fam)
 {
@@ -375,6 +384,15 @@ static uint64_t kvm_caps(const struct virt_family *fam)
 		       (1ull << CAP_SYS_PTRACE) | (1ull << CAP_DAC_READ_SEARCH) : 0;
 }
 
+/* The refresh order of kvm's parts, stated here only: the reason rows
+ * (on their own); "subs" (kvm_subs_read) before the VM rows are summed,
+ * while the rows of VMMs that exited since the last refresh are still
+ * there, so that their exited processes' entries fold into them; the VM
+ * and vCPU rows (kvm_vms_read), which retire exited VMs' rows (and their
+ * parts' per-VM state: kvm_vm_going); after them the sub-reason rows
+ * (kvm_subs_set: shown for live VMs, retired with theirs), then KVM's own
+ * values (debugfs, the statistics fds), which hang on the VM rows as
+ * they now are. */
 static int kvm_refresh(struct virt_family *fam)
 {
 	struct kvm_state *st = fam->priv;

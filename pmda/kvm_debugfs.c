@@ -196,14 +196,14 @@ void kvm_book_rows_unsee(struct virt_table *t)
 		((struct book_entry *)t->v[i])->seen = false;
 }
 
-/* Each live VM's directory of /sys/kernel/debug/kvm: one readdir of the
- * root, one of each VM directory and of each of its vcpu<N>/, a read of
- * each file. No debugfs: no values (logged once). */
 void kvm_debugfs_init(struct kvm_state *st)
 {
 	st->dfs.vm_books = st->dfs.vcpu_books = st->dfs.vcpu_hists = VIRT_TABLE_OF(struct book_entry);
 }
 
+/* Each live VM's directory of /sys/kernel/debug/kvm: one readdir of the
+ * root, one of each VM directory and of each of its vcpu<N>/, a read of
+ * each file. No debugfs: no values (logged once). */
 void kvm_debugfs_read(struct kvm_state *st)
 {
 	struct dirent *de;

@@ -236,6 +236,9 @@ struct kvm_state {
 	bool (*run_delay)(uint32_t tgid, uint32_t tid, uint64_t *ns);
 };
 
+/* kvm.c: a VM's row goes; the parts' per-VM state goes with it */
+void kvm_vm_going(struct kvm_state *st, struct vm_entry *vm, bool forever);
+
 /* kvm_vms.c: per-VM and per-vCPU rows from the vcpus slots */
 struct vm_entry *kvm_vm_of(struct kvm_state *st, uint32_t tgid);
 struct vm_entry *kvm_vm_at(struct kvm_state *st, size_t i);

@@ -159,9 +159,8 @@ static void sub_take(struct kvm_state *st, int i, bool live)
 		sub_delete(st, k);
 }
 
-/* "subs", before the VM rows are summed (the rows of VMMs that exited since
- * the last refresh are still there): exited processes' entries first, so
- * that the sums begun after them count them. */
+/* "subs" (before the VM rows: kvm_refresh says the order): exited
+ * processes' entries first, so that the sums begun after them count them. */
 int kvm_subs_read(struct kvm_state *st)
 {
 	int n = virt_map_dump(bpf_map__fd(st->skel->maps.subs), st->sub.keys, sizeof(*st->sub.keys),
@@ -186,8 +185,9 @@ static bool sub_vm_known(struct kvm_state *st, const struct sub_entry *e)
 	return virt_table_find_name(&st->vms, vm) != NULL;
 }
 
-/* After the VM rows: rows of live VMs shown, of exited named VMs retired
- * (the VM restarted under its name continues them), others freed. */
+/* (After the VM rows: kvm_refresh says the order.) Rows of live VMs
+ * shown, of exited named VMs retired (the VM restarted under its name
+ * continues them), others freed. */
 void kvm_subs_set(struct kvm_state *st)
 {
 	for (unsigned int k = 0; k < KVM_SUB_KINDS; k++) {

@@ -28,14 +28,9 @@ pmInDom virt_indom(enum virt_indom_id id)
 	return pmInDom_build(511, (unsigned int)id);
 }
 
-void kvm_statfds_close(struct vm_entry *vm)
+void kvm_vm_going(struct kvm_state *st, struct vm_entry *vm, bool forever)
 {
-	(void)vm;
-}
-
-void kvm_book_rows_remove(struct kvm_state *st, const struct vm_entry *vm)
-{
-	(void)st, (void)vm;
+	(void)st, (void)vm, (void)forever;
 }
 
 /* VMM processes: a pid, its start time, its VM's name (NULL: unnamed) */
