@@ -85,21 +85,21 @@ static bool kvm_ready(struct virt_family *fam)
 
 static void unmap_arrays(struct kvm_state *st)
 {
-	if (st->vcpus)
-		munmap(st->vcpus, st->nvcpus * sizeof(*st->vcpus));
-	if (st->threads)
-		munmap(st->threads, st->nvcpus * sizeof(*st->threads));
+	if (st->vc.vcpus)
+		munmap(st->vc.vcpus, st->vc.nvcpus * sizeof(*st->vc.vcpus));
+	if (st->vc.threads)
+		munmap(st->vc.threads, st->vc.nvcpus * sizeof(*st->vc.threads));
 	if (st->exits)
 		munmap(st->exits, KVM_SLOTS * sizeof(*st->exits));
-	free(st->recs);
-	free(st->occ);
-	free(st->occ_prev);
-	st->vcpus = NULL;
-	st->threads = NULL;
+	free(st->vc.recs);
+	free(st->vc.occ);
+	free(st->vc.occ_prev);
+	st->vc.vcpus = NULL;
+	st->vc.threads = NULL;
 	st->exits = NULL;
-	st->recs = NULL;
-	st->occ = st->occ_prev = NULL;
-	st->nocc = st->nocc_prev = 0;
+	st->vc.recs = NULL;
+	st->vc.occ = st->vc.occ_prev = NULL;
+	st->vc.nocc = st->vc.nocc_prev = 0;
 }
 
 /* vcpus and threads have nvcpus entries, exits KVM_SLOTS. A failure is
@@ -109,15 +109,15 @@ static int map_arrays(struct kvm_state *st, struct kvm_bpf *skel, size_t nvcpus)
 	char why[VIRT_REASON_MAX];
 	size_t bytes;
 
-	st->nvcpus = nvcpus;
-	st->vcpus = virt_map_mmap(skel->maps.vcpus, &bytes, why, sizeof(why));
-	st->threads = virt_map_mmap(skel->maps.threads, &bytes, why, sizeof(why));
+	st->vc.nvcpus = nvcpus;
+	st->vc.vcpus = virt_map_mmap(skel->maps.vcpus, &bytes, why, sizeof(why));
+	st->vc.threads = virt_map_mmap(skel->maps.threads, &bytes, why, sizeof(why));
 	st->exits = virt_map_mmap(skel->maps.exits, &bytes, why, sizeof(why));
-	st->recs = calloc(nvcpus, sizeof(*st->recs));
-	st->occ = calloc(nvcpus, sizeof(*st->occ));
-	st->occ_prev = calloc(nvcpus, sizeof(*st->occ_prev));
-	st->nocc = st->nocc_prev = 0;
-	if (st->vcpus && st->threads && st->exits && st->recs && st->occ && st->occ_prev)
+	st->vc.recs = calloc(nvcpus, sizeof(*st->vc.recs));
+	st->vc.occ = calloc(nvcpus, sizeof(*st->vc.occ));
+	st->vc.occ_prev = calloc(nvcpus, sizeof(*st->vc.occ_prev));
+	st->vc.nocc = st->vc.nocc_prev = 0;
+	if (st->vc.vcpus && st->vc.threads && st->exits && st->vc.recs && st->vc.occ && st->vc.occ_prev)
 		return 0;
 	unmap_arrays(st);
 	return -1;
@@ -182,7 +182,7 @@ static int kvm_attached(struct virt_family *fam, struct virt_skel *obj, char *wh
 	if (skel->rodata->vmcb_cache)
 		virt_log(LOG_INFO, "kvm: SVM exit reasons through each vCPU's vmcb, kept by svm_switch_vmcb");
 	st->skel = skel;
-	st->vm_drops = 0;
+	st->vc.vm_drops = 0;
 	return 0;
 }
 
@@ -197,18 +197,12 @@ static int kvm_alloc_buffers(struct kvm_state *st, struct virt_family *fam)
 
 	if (fam->opts[OPT_MAX_HCALLS].u > max)
 		max = fam->opts[OPT_MAX_HCALLS].u;
-	st->gone_tgid = calloc(fam->opts[OPT_MAX_VMS].u, sizeof(*st->gone_tgid));
-	st->gone = calloc(fam->opts[OPT_MAX_VMS].u, sizeof(*st->gone));
-	st->max_vcpus = (uint32_t)fam->opts[OPT_MAX_VCPUS].u;
-	st->vgone_key = calloc(fam->opts[OPT_MAX_VCPUS].u, sizeof(*st->vgone_key));
-	st->vgone = calloc(fam->opts[OPT_MAX_VCPUS].u, sizeof(*st->vgone));
-	if (st->gone_tgid && st->gone && st->vgone_key && st->vgone && kvm_subs_init(st, fam) == 0 &&
+	if (kvm_vms_init(st, fam) < 0)
+		return -1;
+	if (kvm_subs_init(st, fam) == 0 &&
 	    virt_bulk_alloc(&st->bulk, max, sizeof(uint64_t), sizeof(struct kvm_stats)) == 0)
 		return 0;
-	free(st->gone_tgid);
-	free(st->gone);
-	free(st->vgone_key);
-	free(st->vgone);
+	kvm_vms_free(st);
 	kvm_subs_free(st);
 	return -1;
 }
@@ -250,7 +244,7 @@ static void kvm_detach(struct virt_family *fam)
 	kvm_vcpus_forget(st, (uint32_t)fam->opts[OPT_MAX_VMS].u);
 	kvm_subs_forget(st);
 	kvm_statfds_close_all(st);
-	st->vgone_valid = false;
+	st->vc.vgone_valid = false;
 	unmap_arrays(st);
 	st->skel = NULL;
 	for (unsigned int s = 0; s < KVM_SLOTS; s++)
@@ -279,7 +273,6 @@ static int kvm_init(struct virt_family *fam)
 		return -ENOMEM;
 	st->other = st->hcalls = VIRT_TABLE_OF(struct virt_keyed);
 	st->vms = VIRT_TABLE_OF_SUMS(struct vm_entry, sums, KVM_SUM_WORDS);
-	st->vcpu_rows = VIRT_TABLE_OF_SUMS(struct vcpu_entry, sums, KVM_SUM_WORDS);
 	kvm_debugfs_init(st);
 	kvm_statfds_init(st, fam);
 	init_rows(st);
@@ -416,7 +409,7 @@ static int kvm_refresh(struct virt_family *fam)
 		kvm_statfds_read(st);
 	else if (st->vs.on)
 		kvm_statfds_drop_stale(st);
-	fam->dropped_now = st->vm_drops;	/* and the drops map's: the agent's */
+	fam->dropped_now = st->vc.vm_drops;	/* and the drops map's: the agent's */
 	return err ? -EIO : 0;
 }
 

@@ -3,6 +3,10 @@
  * (attach, options, answers, labels), kvm_vms.c (per-VM and per-vCPU rows
  * from the vcpus slots), kvm_subs.c (sub-reasons), kvm_debugfs.c (KVM's
  * own books in debugfs), kvm_statfds.c (KVM's per-vCPU statistics fds).
+ * Each part keeps its state in its own member of struct kvm_state (vc,
+ * sub, dfs, vs) and has an init that kvm_init calls; kvm.c states the
+ * refresh order (above kvm_refresh). The VM rows (st->vms) are every
+ * part's.
  */
 #ifndef VIRT_KVM_INT_H
 #define VIRT_KVM_INT_H
@@ -190,17 +194,13 @@ struct kvm_statfds {
 	int err;			/* why per-vCPU statistics failed, logged */
 };
 
-struct kvm_state {
-	struct kvm_bpf *skel;
-	struct virt_row slots[KVM_SLOTS];
-	struct virt_row uexit[KVM_UEXIT_REASONS];
-	struct virt_table other, hcalls;	/* of struct virt_keyed: exit, hypercall nr */
-	struct virt_table vms;		/* of struct vm_entry */
-	size_t nlive, nretired;		/* rows of live VMMs, of exited named VMs */
+/* kvm_vms.c's part of the state: the vcpus slots and threads as mapped
+ * in, what the agent took from them, the reads of the gone maps and the
+ * vCPU rows (the VM rows, st->vms, are every part's) */
+struct kvm_vcpus {
 	/* the BPF arrays, mmap'ed: read in place, no bpf() call */
 	struct kvm_vcpu_slot *vcpus;
 	uint64_t *threads;
-	struct kvm_stats *exits;
 	size_t nvcpus;			/* entries of vcpus and of threads */
 	struct vcpu_rec *recs;		/* one per vcpus entry */
 	struct rd_counted *rd_counted;	/* threads of live VMMs; kept across attaches */
@@ -223,6 +223,19 @@ struct kvm_state {
 	uint32_t *gone_tgid;
 	struct kvm_vm_stats *gone;
 	uint64_t vm_drops;		/* this attach's, with the drops map's */
+	/* a thread's run delay in ns; NULL: its schedstat (unit tests give their own) */
+	bool (*run_delay)(uint32_t tgid, uint32_t tid, uint64_t *ns);
+};
+
+struct kvm_state {
+	struct kvm_bpf *skel;
+	struct virt_row slots[KVM_SLOTS];
+	struct virt_row uexit[KVM_UEXIT_REASONS];
+	struct virt_table other, hcalls;	/* of struct virt_keyed: exit, hypercall nr */
+	struct virt_table vms;		/* of struct vm_entry */
+	size_t nlive, nretired;		/* rows of live VMMs, of exited named VMs */
+	struct kvm_stats *exits;	/* the BPF array, mmap'ed */
+	struct kvm_vcpus vc;		/* kvm_vms.c's */
 	bool sched_on;			/* scheduler hooks loaded (tp_btf, sched) */
 	bool vmcb_cache;		/* svm_switch_vmcb's hook loaded */
 	bool fast_mmio_on;		/* subreasons' kvm_fast_mmio hook loaded */
@@ -232,8 +245,6 @@ struct kvm_state {
 	struct kvm_debugfs dfs;		/* kvm_debugfs.c's */
 	struct kvm_statfds vs;		/* kvm_statfds.c's */
 	struct virt_bulk bulk;		/* bulk-read buffers, sized for the largest map */
-	/* a thread's run delay in ns; NULL: its schedstat (unit tests give their own) */
-	bool (*run_delay)(uint32_t tgid, uint32_t tid, uint64_t *ns);
 };
 
 /* kvm.c: a VM's row goes; the parts' per-VM state goes with it */
@@ -243,6 +254,8 @@ void kvm_vm_going(struct kvm_state *st, struct vm_entry *vm, bool forever);
 struct vm_entry *kvm_vm_of(struct kvm_state *st, uint32_t tgid);
 struct vm_entry *kvm_vm_at(struct kvm_state *st, size_t i);
 bool kvm_vm_alive(const struct vm_entry *vm);
+int kvm_vms_init(struct kvm_state *st, const struct virt_family *fam);
+void kvm_vms_free(struct kvm_state *st);
 void kvm_vcpus_forget(struct kvm_state *st, uint32_t max_vms);
 void kvm_vms_read(struct kvm_state *st, struct virt_family *fam);
 

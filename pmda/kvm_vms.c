@@ -53,6 +53,30 @@ static bool vmm_alive(struct kvm_state *st, uint32_t tgid)
 
 /* ------------------------------------------------------------ per vCPU */
 
+/* First attach: the vCPU rows' table and the buffers for reads of the
+ * gone maps (max_vms, max_vcpus entries); 0, or -1 with nothing kept. */
+int kvm_vms_init(struct kvm_state *st, const struct virt_family *fam)
+{
+	st->vc.vcpu_rows = VIRT_TABLE_OF_SUMS(struct vcpu_entry, sums, KVM_SUM_WORDS);
+	st->vc.gone_tgid = calloc(fam->opts[OPT_MAX_VMS].u, sizeof(*st->vc.gone_tgid));
+	st->vc.gone = calloc(fam->opts[OPT_MAX_VMS].u, sizeof(*st->vc.gone));
+	st->vc.max_vcpus = (uint32_t)fam->opts[OPT_MAX_VCPUS].u;
+	st->vc.vgone_key = calloc(fam->opts[OPT_MAX_VCPUS].u, sizeof(*st->vc.vgone_key));
+	st->vc.vgone = calloc(fam->opts[OPT_MAX_VCPUS].u, sizeof(*st->vc.vgone));
+	if (st->vc.gone_tgid && st->vc.gone && st->vc.vgone_key && st->vc.vgone)
+		return 0;
+	kvm_vms_free(st);
+	return -1;
+}
+
+void kvm_vms_free(struct kvm_state *st)
+{
+	free(st->vc.gone_tgid);
+	free(st->vc.gone);
+	free(st->vc.vgone_key);
+	free(st->vc.vgone);
+}
+
 /* The row of vCPU id of vm, "<vm>/vcpu<id>", made on first sight (found
  * again by name: a vCPU created again, a VM restarted under its name). */
 static struct vcpu_entry *vcpu_row(struct kvm_state *st, struct vm_entry *vm, uint32_t id)
@@ -61,7 +85,7 @@ static struct vcpu_entry *vcpu_row(struct kvm_state *st, struct vm_entry *vm, ui
 	struct vcpu_entry *c;
 
 	snprintf(name, sizeof(name), "%.*s/vcpu%u", VMID_NAME_MAX, vm->k.row.name, id);
-	c = virt_table_get_name(&st->vcpu_rows, virt_indom(VIRT_I_KVM_VCPU), PM_INDOM_NULL, name);
+	c = virt_table_get_name(&st->vc.vcpu_rows, virt_indom(VIRT_I_KVM_VCPU), PM_INDOM_NULL, name);
 	if (!c)
 		return NULL;
 	c->vm = vm;
@@ -99,14 +123,14 @@ static uint32_t vgone_vcpu(uint64_t key)
 /* The VM's row goes: its vCPUs' rows too. */
 static void vcpu_rows_remove(struct kvm_state *st, const struct vm_entry *vm)
 {
-	for (size_t i = 0; i < st->vcpu_rows.n;) {
-		struct vcpu_entry *c = (struct vcpu_entry *)st->vcpu_rows.v[i];
+	for (size_t i = 0; i < st->vc.vcpu_rows.n;) {
+		struct vcpu_entry *c = (struct vcpu_entry *)st->vc.vcpu_rows.v[i];
 
 		if (c->vm != vm) {
 			i++;
 			continue;
 		}
-		virt_table_remove(&st->vcpu_rows, c);	/* the last entry takes its place */
+		virt_table_remove(&st->vc.vcpu_rows, c);	/* the last entry takes its place */
 	}
 }
 
@@ -114,8 +138,8 @@ static void vcpu_rows_remove(struct kvm_state *st, const struct vm_entry *vm)
  * vcpu_id. Entries read, or -errno. */
 static int read_vcpus_gone(struct kvm_state *st)
 {
-	return virt_map_dump(bpf_map__fd(st->skel->maps.vcpus_gone), st->vgone_key,
-			     sizeof(*st->vgone_key), st->vgone, sizeof(*st->vgone), st->max_vcpus);
+	return virt_map_dump(bpf_map__fd(st->skel->maps.vcpus_gone), st->vc.vgone_key,
+			     sizeof(*st->vc.vgone_key), st->vc.vgone, sizeof(*st->vc.vgone), st->vc.max_vcpus);
 }
 
 /* vcpus_gone as of now: read again only when a fold (the one writer, a
@@ -126,21 +150,21 @@ static int vcpus_gone_now(struct kvm_state *st)
 	uint64_t done = __atomic_load_n(&st->skel->bss->folds_done, __ATOMIC_ACQUIRE);
 	int n;
 
-	if (st->vgone_valid && done == st->vgone_folds)
-		return st->nvgone;
+	if (st->vc.vgone_valid && done == st->vc.vgone_folds)
+		return st->vc.nvgone;
 	n = read_vcpus_gone(st);
-	st->nvgone = n < 0 ? 0 : n;
-	st->vgone_folds = done;
-	st->vgone_valid = n >= 0;
-	return st->nvgone;
+	st->vc.nvgone = n < 0 ? 0 : n;
+	st->vc.vgone_folds = done;
+	st->vc.vgone_valid = n >= 0;
+	return st->vc.nvgone;
 }
 
 /* Thread tid of process tgid's entry of rd_counted, or NULL. */
 static struct rd_counted *rd_counted_find(struct kvm_state *st, uint32_t tgid, uint32_t tid)
 {
-	for (size_t i = 0; i < st->nrd_counted; i++)
-		if (st->rd_counted[i].tgid == tgid && st->rd_counted[i].tid == tid)
-			return &st->rd_counted[i];
+	for (size_t i = 0; i < st->vc.nrd_counted; i++)
+		if (st->vc.rd_counted[i].tgid == tgid && st->vc.rd_counted[i].tid == tid)
+			return &st->vc.rd_counted[i];
 	return NULL;
 }
 
@@ -152,8 +176,8 @@ static void rd_counted_note(struct kvm_state *st, uint32_t tgid, uint32_t tid, u
 
 	if (c)
 		c->rd = rd;
-	else if (VIRT_GROW(st->rd_counted, st->rd_counted_cap, st->nrd_counted + 1) == 0)
-		st->rd_counted[st->nrd_counted++] = (struct rd_counted){ tgid, tid, rd };
+	else if (VIRT_GROW(st->vc.rd_counted, st->vc.rd_counted_cap, st->vc.nrd_counted + 1) == 0)
+		st->vc.rd_counted[st->vc.nrd_counted++] = (struct rd_counted){ tgid, tid, rd };
 }
 
 /* What of thread tid's run delay its VM counted already (0: none), no
@@ -164,18 +188,18 @@ static uint64_t rd_counted_take(struct kvm_state *st, uint32_t tgid, uint32_t ti
 	uint64_t rd = c ? c->rd : 0;
 
 	if (c)
-		*c = st->rd_counted[--st->nrd_counted];
+		*c = st->vc.rd_counted[--st->vc.nrd_counted];
 	return rd;
 }
 
 /* Threads of exited VMMs run no vCPU again. */
 static void rd_counted_purge(struct kvm_state *st)
 {
-	for (size_t i = 0; i < st->nrd_counted;)
-		if (vmm_alive(st, st->rd_counted[i].tgid))
+	for (size_t i = 0; i < st->vc.nrd_counted;)
+		if (vmm_alive(st, st->vc.rd_counted[i].tgid))
 			i++;
 		else
-			st->rd_counted[i] = st->rd_counted[--st->nrd_counted];
+			st->vc.rd_counted[i] = st->vc.rd_counted[--st->vc.nrd_counted];
 }
 
 /* The run delay read from a thread the rec no longer follows stays with
@@ -227,8 +251,8 @@ static void gone_add(struct virt_sums *s, const struct kvm_vm_stats *g)
  * read, or -errno. */
 static int read_gone(struct kvm_state *st, uint32_t max_vms)
 {
-	return virt_map_dump(bpf_map__fd(st->skel->maps.vms_gone), st->gone_tgid,
-			     sizeof(*st->gone_tgid), st->gone, sizeof(*st->gone), max_vms);
+	return virt_map_dump(bpf_map__fd(st->skel->maps.vms_gone), st->vc.gone_tgid,
+			     sizeof(*st->vc.gone_tgid), st->vc.gone, sizeof(*st->vc.gone), max_vms);
 }
 
 /* The arrays go (detach): keep the VM rows, their counts in their base. */
@@ -237,22 +261,22 @@ void kvm_vcpus_forget(struct kvm_state *st, uint32_t max_vms)
 	int n = st->skel ? read_gone(st, max_vms) : 0;
 
 	for (int i = 0; i < n; i++) {
-		struct vm_entry *vm = kvm_vm_of(st, st->gone_tgid[i]);
+		struct vm_entry *vm = kvm_vm_of(st, st->vc.gone_tgid[i]);
 
 		if (vm)
-			gone_fold(&vm->sums, &st->gone[i]);
+			gone_fold(&vm->sums, &st->vc.gone[i]);
 	}
 	n = st->skel ? read_vcpus_gone(st) : 0;
 	for (int i = 0; i < n; i++) {
-		struct vcpu_entry *c = vcpu_of(st, vgone_tgid(st->vgone_key[i]),
-					       vgone_vcpu(st->vgone_key[i]));
+		struct vcpu_entry *c = vcpu_of(st, vgone_tgid(st->vc.vgone_key[i]),
+					       vgone_vcpu(st->vc.vgone_key[i]));
 
 		if (c)
-			gone_fold(&c->sums, &st->vgone[i]);
+			gone_fold(&c->sums, &st->vc.vgone[i]);
 	}
-	for (size_t i = 0; st->recs && i < st->nvcpus; i++)
-		if (st->recs[i].tgid)
-			rec_fold(st, &st->recs[i]);
+	for (size_t i = 0; st->vc.recs && i < st->vc.nvcpus; i++)
+		if (st->vc.recs[i].tgid)
+			rec_fold(st, &st->vc.recs[i]);
 }
 
 /* The thread's run_delay in ns: /proc/<tgid>/task/<tid>/schedstat, second
@@ -283,7 +307,7 @@ static bool thread_run_delay(uint32_t tgid, uint32_t tid, uint64_t *ns)
 static void rec_read_delay(const struct kvm_state *st, struct vcpu_rec *r)
 {
 	bool (*delay_of)(uint32_t tgid, uint32_t tid, uint64_t *ns) =
-		st->run_delay ? st->run_delay : thread_run_delay;
+		st->vc.run_delay ? st->vc.run_delay : thread_run_delay;
 	uint64_t ns = 0;
 
 	if (delay_of(r->tgid, r->tid, &ns))
@@ -324,15 +348,15 @@ static void id_unmark(__u64 *bits, uint32_t id)
  * zeroed). */
 static void vcpu_free(struct kvm_state *st, size_t i)
 {
-	struct kvm_vcpu_slot *v = &st->vcpus[i];
+	struct kvm_vcpu_slot *v = &st->vc.vcpus[i];
 
-	rec_take(st, &st->recs[i], v);
-	rec_fold(st, &st->recs[i]);
-	for (size_t t = 0; t < st->nvcpus; t++) {
-		uint64_t cur = __atomic_load_n(&st->threads[t], __ATOMIC_RELAXED);
+	rec_take(st, &st->vc.recs[i], v);
+	rec_fold(st, &st->vc.recs[i]);
+	for (size_t t = 0; t < st->vc.nvcpus; t++) {
+		uint64_t cur = __atomic_load_n(&st->vc.threads[t], __ATOMIC_RELAXED);
 
 		if (cur && KVM_THREAD_VCPU(cur) == i &&
-		    __atomic_compare_exchange_n(&st->threads[t], &cur, 0, false,
+		    __atomic_compare_exchange_n(&st->vc.threads[t], &cur, 0, false,
 						__ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
 			id_unmark(st->skel->bss->vcpu_tids, KVM_THREAD_TID(cur));
 	}
@@ -351,9 +375,9 @@ static void n_cap_swap(size_t *a, size_t *b)
 /* Append a mark to the next pass's list; false when out of memory. */
 static bool mark_next(struct kvm_state *st, size_t n, uint32_t tgid, uint64_t start)
 {
-	if (VIRT_GROW(st->marks_next, st->marks_next_cap, n + 1) < 0)
+	if (VIRT_GROW(st->vc.marks_next, st->vc.marks_next_cap, n + 1) < 0)
 		return false;
-	st->marks_next[n] = (struct vmm_mark){ tgid, start };
+	st->vc.marks_next[n] = (struct vmm_mark){ tgid, start };
 	return true;
 }
 
@@ -361,9 +385,9 @@ static bool mark_next(struct kvm_state *st, size_t n, uint32_t tgid, uint64_t st
  * the ascending marks along with the ascending bits. */
 static uint64_t mark_start(const struct kvm_state *st, size_t *at, uint32_t tgid)
 {
-	while (*at < st->nmarks && st->marks[*at].tgid < tgid)
+	while (*at < st->vc.nmarks && st->vc.marks[*at].tgid < tgid)
 		(*at)++;
-	return *at < st->nmarks && st->marks[*at].tgid == tgid ? st->marks[*at].start : 0;
+	return *at < st->vc.nmarks && st->vc.marks[*at].tgid == tgid ? st->vc.marks[*at].start : 0;
 }
 
 /* Every VMM process set in vmm_tgids without a live row (beyond max_vms,
@@ -392,11 +416,11 @@ static void unmark_exited_vmms(struct kvm_state *st)
 				n++;
 		}
 	}
-	m = st->marks;
-	st->marks = st->marks_next;
-	st->marks_next = m;
-	n_cap_swap(&st->marks_cap, &st->marks_next_cap);
-	st->nmarks = n;
+	m = st->vc.marks;
+	st->vc.marks = st->vc.marks_next;
+	st->vc.marks_next = m;
+	n_cap_swap(&st->vc.marks_cap, &st->vc.marks_next_cap);
+	st->vc.nmarks = n;
 }
 
 /* A new VM's rows beside its main one (which holds its wait histogram):
@@ -443,7 +467,7 @@ static struct vm_entry *vm_row(struct kvm_state *st, uint32_t tgid, bool *droppe
 	if (vm || !(id = virt_vm_of(tgid)))
 		return vm;
 	if (st->nlive >= max_vms) {
-		st->vm_drops += !*dropped;
+		st->vc.vm_drops += !*dropped;
 		*dropped = true;
 		return NULL;
 	}
@@ -508,24 +532,24 @@ static void retire_exited(struct kvm_state *st)
  * this pass is taken at the next refresh. */
 static void scan_slots(struct kvm_state *st)
 {
-	uint32_t *t = st->occ_prev;
+	uint32_t *t = st->vc.occ_prev;
 
-	st->occ_prev = st->occ;
-	st->nocc_prev = st->nocc;
-	st->occ = t;
-	st->nocc = 0;
-	for (size_t i = 0; i < st->nvcpus; i++)
-		if (st->vcpus[i].ident)
-			st->occ[st->nocc++] = (uint32_t)i;
+	st->vc.occ_prev = st->vc.occ;
+	st->vc.nocc_prev = st->vc.nocc;
+	st->vc.occ = t;
+	st->vc.nocc = 0;
+	for (size_t i = 0; i < st->vc.nvcpus; i++)
+		if (st->vc.vcpus[i].ident)
+			st->vc.occ[st->vc.nocc++] = (uint32_t)i;
 }
 
 /* Slots retired by the BPF side or of exited VMMs: their counts into
  * their VM's base, the slots freed. */
 static void free_exited_slots(struct kvm_state *st)
 {
-	for (size_t j = 0; j < st->nocc; j++) {
-		size_t i = st->occ[j];
-		const volatile struct kvm_vcpu_slot *v = &st->vcpus[i];
+	for (size_t j = 0; j < st->vc.nocc; j++) {
+		size_t i = st->vc.occ[j];
+		const volatile struct kvm_vcpu_slot *v = &st->vc.vcpus[i];
 		uint64_t ident = v->ident;
 		uint32_t tgid = v->tgid;
 
@@ -548,12 +572,12 @@ static bool slot_live(const volatile struct kvm_vcpu_slot *v)
  * hold every rec there is. */
 static void forget_free_slots(struct kvm_state *st)
 {
-	for (size_t j = 0; j < st->nocc_prev; j++) {
-		size_t i = st->occ_prev[j];
+	for (size_t j = 0; j < st->vc.nocc_prev; j++) {
+		size_t i = st->vc.occ_prev[j];
 
-		if (!slot_live(&st->vcpus[i]) && st->recs[i].tgid) {
-			rec_forget_thread(st, &st->recs[i]);
-			st->recs[i].tgid = 0;
+		if (!slot_live(&st->vc.vcpus[i]) && st->vc.recs[i].tgid) {
+			rec_forget_thread(st, &st->vc.recs[i]);
+			st->vc.recs[i].tgid = 0;
 		}
 	}
 }
@@ -563,11 +587,11 @@ static void forget_free_slots(struct kvm_state *st)
  * with its old VM (rec_take), which this refresh's sums then hold. */
 static void take_live_slots(struct kvm_state *st)
 {
-	for (size_t j = 0; j < st->nocc; j++) {
-		size_t i = st->occ[j];
+	for (size_t j = 0; j < st->vc.nocc; j++) {
+		size_t i = st->vc.occ[j];
 
-		if (slot_live(&st->vcpus[i]))
-			rec_take(st, &st->recs[i], &st->vcpus[i]);
+		if (slot_live(&st->vc.vcpus[i]))
+			rec_take(st, &st->vc.recs[i], &st->vc.vcpus[i]);
 	}
 }
 
@@ -575,14 +599,14 @@ static void take_live_slots(struct kvm_state *st)
 static void fold_exited_gone(struct kvm_state *st, int n)
 {
 	for (int i = 0; i < n; i++) {
-		struct vm_entry *vm = kvm_vm_of(st, st->gone_tgid[i]);
+		struct vm_entry *vm = kvm_vm_of(st, st->vc.gone_tgid[i]);
 
-		if (process_alive(vm, st->gone_tgid[i]))
+		if (process_alive(vm, st->vc.gone_tgid[i]))
 			continue;
 		if (vm)
-			gone_fold(&vm->sums, &st->gone[i]);
-		virt_map_delete(bpf_map__fd(st->skel->maps.vms_gone), &st->gone_tgid[i]);
-		st->gone_tgid[i] = 0;
+			gone_fold(&vm->sums, &st->vc.gone[i]);
+		virt_map_delete(bpf_map__fd(st->skel->maps.vms_gone), &st->vc.gone_tgid[i]);
+		st->vc.gone_tgid[i] = 0;
 	}
 }
 
@@ -594,20 +618,20 @@ static int fold_exited_vcpus_gone(struct kvm_state *st, int n)
 	int kept = 0;
 
 	for (int i = 0; i < n; i++) {
-		uint32_t tgid = vgone_tgid(st->vgone_key[i]);
+		uint32_t tgid = vgone_tgid(st->vc.vgone_key[i]);
 		struct vm_entry *vm = kvm_vm_of(st, tgid);
 		struct vcpu_entry *c;
 
 		if (process_alive(vm, tgid)) {
-			st->vgone_key[kept] = st->vgone_key[i];
-			st->vgone[kept++] = st->vgone[i];
+			st->vc.vgone_key[kept] = st->vc.vgone_key[i];
+			st->vc.vgone[kept++] = st->vc.vgone[i];
 			continue;
 		}
-		if (vm && (c = vcpu_row(st, vm, vgone_vcpu(st->vgone_key[i]))))
-			gone_fold(&c->sums, &st->vgone[i]);
-		virt_map_delete(bpf_map__fd(st->skel->maps.vcpus_gone), &st->vgone_key[i]);
+		if (vm && (c = vcpu_row(st, vm, vgone_vcpu(st->vc.vgone_key[i]))))
+			gone_fold(&c->sums, &st->vc.vgone[i]);
+		virt_map_delete(bpf_map__fd(st->skel->maps.vcpus_gone), &st->vc.vgone_key[i]);
 	}
-	st->nvgone = kept;
+	st->vc.nvgone = kept;
 	return kept;
 }
 
@@ -616,8 +640,8 @@ static void sums_begin(struct kvm_state *st)
 {
 	for (size_t i = 0; i < st->vms.n; i++)
 		virt_sums_begin(&kvm_vm_at(st, i)->sums);
-	for (size_t i = 0; i < st->vcpu_rows.n; i++)
-		virt_sums_begin(&((struct vcpu_entry *)st->vcpu_rows.v[i])->sums);
+	for (size_t i = 0; i < st->vc.vcpu_rows.n; i++)
+		virt_sums_begin(&((struct vcpu_entry *)st->vc.vcpu_rows.v[i])->sums);
 }
 
 /* Sum per VM and per vCPU of a live VM: what the slots the agent freed
@@ -650,12 +674,12 @@ static void sum_vms(struct kvm_state *st, struct virt_family *fam)
 	retire_exited(st);
 	take_live_slots(st);
 	sums_begin(st);
-	for (size_t j = 0; j < st->nocc; j++) {
-		struct vcpu_rec *r = &st->recs[st->occ[j]];
+	for (size_t j = 0; j < st->vc.nocc; j++) {
+		struct vcpu_rec *r = &st->vc.recs[st->vc.occ[j]];
 		struct vcpu_entry *c;
 		struct vm_entry *vm;
 
-		if (!slot_live(&st->vcpus[st->occ[j]]) ||
+		if (!slot_live(&st->vc.vcpus[st->vc.occ[j]]) ||
 		    !(vm = vm_row(st, r->tgid, &r->dropped, max_vms)))
 			continue;
 		virt_sums_add(&vm->sums, r->last);
@@ -666,15 +690,15 @@ static void sum_vms(struct kvm_state *st, struct virt_family *fam)
 		bool dropped = true;	/* counted when its slots were live */
 		struct vm_entry *vm;
 
-		if (st->gone_tgid[i] && (vm = vm_row(st, st->gone_tgid[i], &dropped, max_vms)))
-			gone_add(&vm->sums, &st->gone[i]);
+		if (st->vc.gone_tgid[i] && (vm = vm_row(st, st->vc.gone_tgid[i], &dropped, max_vms)))
+			gone_add(&vm->sums, &st->vc.gone[i]);
 	}
 	for (int i = 0; i < nv; i++) {
-		struct vcpu_entry *c = live_vcpu_of(st, vgone_tgid(st->vgone_key[i]),
-						    vgone_vcpu(st->vgone_key[i]));
+		struct vcpu_entry *c = live_vcpu_of(st, vgone_tgid(st->vc.vgone_key[i]),
+						    vgone_vcpu(st->vc.vgone_key[i]));
 
 		if (c)
-			gone_add(&c->sums, &st->vgone[i]);
+			gone_add(&c->sums, &st->vc.vgone[i]);
 	}
 }
 
@@ -738,8 +762,8 @@ void kvm_vms_read(struct kvm_state *st, struct virt_family *fam)
 		vm->unseen_known = st->poll_on;
 		vm_rows_set(st, vm);
 	}
-	for (size_t i = 0; i < st->vcpu_rows.n; i++) {
-		struct vcpu_entry *c = (struct vcpu_entry *)st->vcpu_rows.v[i];
+	for (size_t i = 0; i < st->vc.vcpu_rows.n; i++) {
+		struct vcpu_entry *c = (struct vcpu_entry *)st->vc.vcpu_rows.v[i];
 
 		if (c->sums.live) {
 			virt_row_expose(&c->k.row, true);

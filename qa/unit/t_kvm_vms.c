@@ -194,7 +194,7 @@ static void bpf_claim(struct kvm_state *st, size_t k, uint64_t ident, uint32_t t
 	slots[k].vcpu_id = vcpu_id;
 	slots[k].tgid = tgid;
 	slots[k].tid = tid;
-	st->threads[k] = KVM_THREAD(tid, k);
+	st->vc.threads[k] = KVM_THREAD(tid, k);
 	bss.vcpu_tids[KVM_TID_WORD(tid)] |= KVM_TID_BIT(tid);
 	bss.vmm_tgids[KVM_TID_WORD(tgid)] |= KVM_TID_BIT(tgid);
 }
@@ -222,7 +222,7 @@ static void bpf_destroy(struct kvm_state *st, size_t k)
 	bss.folds_begun++;
 	fold_stats(gone_entry(1, s->tgid), &s->vm);
 	fold_stats(gone_entry(2, KVM_VCPU_KEY(s->tgid, s->vcpu_id)), &s->vm);
-	st->threads[k] = 0;
+	st->vc.threads[k] = 0;
 	memset(s, 0, sizeof(*s));
 	bss.folds_done++;
 }
@@ -238,7 +238,7 @@ static void refresh(struct kvm_state *st)
 
 static struct vcpu_entry *vcpu_named(struct kvm_state *st, const char *name)
 {
-	return virt_table_find_name(&st->vcpu_rows, name);
+	return virt_table_find_name(&st->vc.vcpu_rows, name);
 }
 
 /* a VM's row by name (live rows are keyed by pid, retired ones by name) */
@@ -272,15 +272,15 @@ static uint64_t vcpu_word(struct kvm_state *st, const char *name, unsigned int w
 
 static void arrays_open(struct kvm_state *st)
 {
-	st->nvcpus = NSLOTS;
-	st->vcpus = slots = calloc(NSLOTS, sizeof(*st->vcpus));
-	st->threads = calloc(NSLOTS, sizeof(*st->threads));
-	st->recs = calloc(NSLOTS, sizeof(*st->recs));
-	st->occ = calloc(NSLOTS, sizeof(*st->occ));
-	st->occ_prev = calloc(NSLOTS, sizeof(*st->occ_prev));
-	st->nocc = st->nocc_prev = 0;
+	st->vc.nvcpus = NSLOTS;
+	st->vc.vcpus = slots = calloc(NSLOTS, sizeof(*st->vc.vcpus));
+	st->vc.threads = calloc(NSLOTS, sizeof(*st->vc.threads));
+	st->vc.recs = calloc(NSLOTS, sizeof(*st->vc.recs));
+	st->vc.occ = calloc(NSLOTS, sizeof(*st->vc.occ));
+	st->vc.occ_prev = calloc(NSLOTS, sizeof(*st->vc.occ_prev));
+	st->vc.nocc = st->vc.nocc_prev = 0;
 	st->skel = &skel;
-	st->vgone_valid = false;
+	st->vc.vgone_valid = false;
 	memset(gone_maps, 0, sizeof(gone_maps));
 }
 
@@ -288,15 +288,15 @@ static void arrays_open(struct kvm_state *st)
 static void arrays_close(struct kvm_state *st)
 {
 	kvm_vcpus_forget(st, (uint32_t)fam.opts[OPT_MAX_VMS].u);
-	free(st->vcpus);
-	free(st->threads);
-	free(st->recs);
-	free(st->occ);
-	free(st->occ_prev);
-	st->vcpus = slots = NULL;
-	st->threads = NULL;
-	st->recs = NULL;
-	st->occ = st->occ_prev = NULL;
+	free(st->vc.vcpus);
+	free(st->vc.threads);
+	free(st->vc.recs);
+	free(st->vc.occ);
+	free(st->vc.occ_prev);
+	st->vc.vcpus = slots = NULL;
+	st->vc.threads = NULL;
+	st->vc.recs = NULL;
+	st->vc.occ = st->vc.occ_prev = NULL;
 	st->skel = NULL;
 }
 
@@ -312,13 +312,13 @@ static void state_init(struct kvm_state *st)
 	skel.maps.vms_gone = (struct bpf_map *)(void *)&map_tags[0];
 	skel.maps.vcpus_gone = (struct bpf_map *)(void *)&map_tags[1];
 	st->vms = VIRT_TABLE_OF_SUMS(struct vm_entry, sums, KVM_SUM_WORDS);
-	st->vcpu_rows = VIRT_TABLE_OF_SUMS(struct vcpu_entry, sums, KVM_SUM_WORDS);
-	st->max_vcpus = MAXG;
-	st->gone_tgid = calloc(MAXG, sizeof(*st->gone_tgid));
-	st->gone = calloc(MAXG, sizeof(*st->gone));
-	st->vgone_key = calloc(MAXG, sizeof(*st->vgone_key));
-	st->vgone = calloc(MAXG, sizeof(*st->vgone));
-	st->run_delay = fake_run_delay;
+	st->vc.vcpu_rows = VIRT_TABLE_OF_SUMS(struct vcpu_entry, sums, KVM_SUM_WORDS);
+	st->vc.max_vcpus = MAXG;
+	st->vc.gone_tgid = calloc(MAXG, sizeof(*st->vc.gone_tgid));
+	st->vc.gone = calloc(MAXG, sizeof(*st->vc.gone));
+	st->vc.vgone_key = calloc(MAXG, sizeof(*st->vc.vgone_key));
+	st->vc.vgone = calloc(MAXG, sizeof(*st->vc.vgone));
+	st->vc.run_delay = fake_run_delay;
 	arrays_open(st);
 }
 
@@ -330,8 +330,8 @@ static void check_take(struct kvm_state *st)
 	bpf_exits(3, 5, 50);
 	rd_set(100, 101, 1000);
 	refresh(st);
-	CHECK(st->nocc == 1 && st->occ[0] == 3);
-	CHECK(st->recs[3].tgid == 100 && st->recs[3].tid == 101 && st->recs[3].last[W_RUN_DELAY] == 1000);
+	CHECK(st->vc.nocc == 1 && st->vc.occ[0] == 3);
+	CHECK(st->vc.recs[3].tgid == 100 && st->vc.recs[3].tid == 101 && st->vc.recs[3].last[W_RUN_DELAY] == 1000);
 	CHECK(vm_exits(st, "web") == 5 && vm_rd(st, "web") == 1000);
 	CHECK(vcpu_exits(st, "web/vcpu0") == 5 && vcpu_rd(st, "web/vcpu0") == 1000);
 	CHECK(kvm_vm_of(st, 100)->d.vcpus == 1 && kvm_vm_of(st, 100)->k.row.live);
@@ -349,19 +349,19 @@ static void check_recreated(struct kvm_state *st)
 {
 	bpf_destroy(st, 3);
 	refresh(st);
-	CHECK(st->recs[3].tgid == 0 && st->nocc == 0 && st->nocc_prev == 1);
+	CHECK(st->vc.recs[3].tgid == 0 && st->vc.nocc == 0 && st->vc.nocc_prev == 1);
 	CHECK(vm_exits(st, "web") == 7 && vm_rd(st, "web") == 1500);
 	CHECK(vcpu_exits(st, "web/vcpu0") == 7 && vcpu_rd(st, "web/vcpu0") == 1500);
-	CHECK(st->nrd_counted == 1 && st->rd_counted[0].tid == 101);
+	CHECK(st->vc.nrd_counted == 1 && st->vc.rd_counted[0].tid == 101);
 
 	bpf_claim(st, 5, 0xb000, 100, 101, 0);
 	bpf_exits(5, 2, 20);
 	rd_set(100, 101, 1800);
 	refresh(st);
-	CHECK(st->recs[5].last[W_RUN_DELAY] == 300 && st->recs[5].rd_base == 1500 && st->nrd_counted == 0);
+	CHECK(st->vc.recs[5].last[W_RUN_DELAY] == 300 && st->vc.recs[5].rd_base == 1500 && st->vc.nrd_counted == 0);
 	CHECK(vm_exits(st, "web") == 9 && vm_rd(st, "web") == 1800);
 	CHECK(vcpu_exits(st, "web/vcpu0") == 9 && vcpu_rd(st, "web/vcpu0") == 1800);
-	CHECK(st->vcpu_rows.n == 1);
+	CHECK(st->vc.vcpu_rows.n == 1);
 }
 
 /* The BPF side retires slot 5 (a new VMM's vCPU at its address): the
@@ -371,9 +371,9 @@ static void check_retired(struct kvm_state *st)
 	slots[5].ident = KVM_VCPU_RETIRED;
 	refresh(st);
 	CHECK(slots[5].ident == 0 && slots[5].tgid == 0 && slots[5].vm.exits == 0);
-	CHECK(st->threads[5] == 0);
+	CHECK(st->vc.threads[5] == 0);
 	CHECK(!(bss.vcpu_tids[KVM_TID_WORD(101)] & KVM_TID_BIT(101)));
-	CHECK(st->recs[5].tgid == 0);
+	CHECK(st->vc.recs[5].tgid == 0);
 	CHECK(vm_exits(st, "web") == 9 && vm_rd(st, "web") == 1800);
 	CHECK(vcpu_exits(st, "web/vcpu0") == 9 && vcpu_rd(st, "web/vcpu0") == 1800);
 	refresh(st);
@@ -396,7 +396,7 @@ static void check_reclaimed(struct kvm_state *st)
 	bpf_exits(9, 1, 10);
 	rd_set(400, 401, 30);
 	refresh(st);
-	CHECK(st->recs[9].tgid == 400 && st->recs[9].last[W_RUN_DELAY] == 30);
+	CHECK(st->vc.recs[9].tgid == 400 && st->vc.recs[9].last[W_RUN_DELAY] == 30);
 	CHECK(vm_exits(st, "300") == 4 && vm_rd(st, "300") == 100);
 	CHECK(vcpu_exits(st, "300/vcpu1") == 4 && vcpu_rd(st, "300/vcpu1") == 100);
 	CHECK(vm_exits(st, "400") == 1 && vm_rd(st, "400") == 30);
@@ -406,7 +406,7 @@ static void check_reclaimed(struct kvm_state *st)
 	refresh(st);
 	CHECK(vm_named(st, "300") == NULL && vm_named(st, "400") == NULL);
 	CHECK(vcpu_named(st, "300/vcpu1") == NULL && vcpu_named(st, "400/vcpu1") == NULL);
-	CHECK(slots[9].ident == 0 && st->recs[9].tgid == 0);
+	CHECK(slots[9].ident == 0 && st->vc.recs[9].tgid == 0);
 	CHECK(gone_maps[0][1].key == 0 && gone_maps[1][1].key == 0 && gone_maps[0][0].key == 100);
 }
 
