@@ -85,39 +85,24 @@ static bool kvm_ready(struct virt_family *fam)
 
 static void unmap_arrays(struct kvm_state *st)
 {
-	if (st->vc.vcpus)
-		munmap(st->vc.vcpus, st->vc.nvcpus * sizeof(*st->vc.vcpus));
-	if (st->vc.threads)
-		munmap(st->vc.threads, st->vc.nvcpus * sizeof(*st->vc.threads));
+	kvm_vms_unmap(st);
 	if (st->exits)
 		munmap(st->exits, KVM_SLOTS * sizeof(*st->exits));
-	free(st->vc.recs);
-	free(st->vc.occ);
-	free(st->vc.occ_prev);
-	st->vc.vcpus = NULL;
-	st->vc.threads = NULL;
 	st->exits = NULL;
-	st->vc.recs = NULL;
-	st->vc.occ = st->vc.occ_prev = NULL;
-	st->vc.nocc = st->vc.nocc_prev = 0;
 }
 
-/* vcpus and threads have nvcpus entries, exits KVM_SLOTS. A failure is
- * reported by kvm_attached() ("mmap: <errno>"): virt_map_mmap's why is dropped. */
+/* vcpus and threads have nvcpus entries (kvm_vms.c's from then on), exits
+ * KVM_SLOTS. A failure is reported by kvm_attached() ("mmap: <errno>"):
+ * virt_map_mmap's why is dropped. */
 static int map_arrays(struct kvm_state *st, struct kvm_bpf *skel, size_t nvcpus)
 {
 	char why[VIRT_REASON_MAX];
 	size_t bytes;
+	struct kvm_vcpu_slot *vcpus = virt_map_mmap(skel->maps.vcpus, &bytes, why, sizeof(why));
+	uint64_t *threads = virt_map_mmap(skel->maps.threads, &bytes, why, sizeof(why));
 
-	st->vc.nvcpus = nvcpus;
-	st->vc.vcpus = virt_map_mmap(skel->maps.vcpus, &bytes, why, sizeof(why));
-	st->vc.threads = virt_map_mmap(skel->maps.threads, &bytes, why, sizeof(why));
 	st->exits = virt_map_mmap(skel->maps.exits, &bytes, why, sizeof(why));
-	st->vc.recs = calloc(nvcpus, sizeof(*st->vc.recs));
-	st->vc.occ = calloc(nvcpus, sizeof(*st->vc.occ));
-	st->vc.occ_prev = calloc(nvcpus, sizeof(*st->vc.occ_prev));
-	st->vc.nocc = st->vc.nocc_prev = 0;
-	if (st->vc.vcpus && st->vc.threads && st->exits && st->vc.recs && st->vc.occ && st->vc.occ_prev)
+	if (kvm_vms_attach(st, vcpus, threads, nvcpus) == 0 && st->exits)
 		return 0;
 	unmap_arrays(st);
 	return -1;
@@ -182,7 +167,6 @@ static int kvm_attached(struct virt_family *fam, struct virt_skel *obj, char *wh
 	if (skel->rodata->vmcb_cache)
 		virt_log(LOG_INFO, "kvm: SVM exit reasons through each vCPU's vmcb, kept by svm_switch_vmcb");
 	st->skel = skel;
-	st->vc.vm_drops = 0;
 	return 0;
 }
 
@@ -244,7 +228,6 @@ static void kvm_detach(struct virt_family *fam)
 	kvm_vcpus_forget(st, (uint32_t)fam->opts[OPT_MAX_VMS].u);
 	kvm_subs_forget(st);
 	kvm_statfds_close_all(st);
-	st->vc.vgone_valid = false;
 	unmap_arrays(st);
 	st->skel = NULL;
 	for (unsigned int s = 0; s < KVM_SLOTS; s++)

@@ -256,6 +256,9 @@ struct vm_entry *kvm_vm_at(struct kvm_state *st, size_t i);
 bool kvm_vm_alive(const struct vm_entry *vm);
 int kvm_vms_init(struct kvm_state *st, const struct virt_family *fam);
 void kvm_vms_free(struct kvm_state *st);
+int kvm_vms_attach(struct kvm_state *st, struct kvm_vcpu_slot *vcpus, uint64_t *threads,
+		   size_t nvcpus);
+void kvm_vms_unmap(struct kvm_state *st);
 void kvm_vcpus_forget(struct kvm_state *st, uint32_t max_vms);
 void kvm_vms_read(struct kvm_state *st, struct virt_family *fam);
 

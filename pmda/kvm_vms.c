@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 const char *const kvm_wait_class_names[KVM_WAIT_CLASSES] = {
@@ -75,6 +76,44 @@ void kvm_vms_free(struct kvm_state *st)
 	free(st->vc.gone);
 	free(st->vc.vgone_key);
 	free(st->vc.vgone);
+}
+
+/* An attach's slots and threads arrays, nvcpus entries each, as kvm.c
+ * mapped them in (NULL: not mapped), kept until kvm_vms_unmap, and a rec
+ * and occupancy index per slot: 0, or -1 for kvm.c to unmap. A new
+ * attach's drops count from 0. */
+int kvm_vms_attach(struct kvm_state *st, struct kvm_vcpu_slot *vcpus, uint64_t *threads,
+		   size_t nvcpus)
+{
+	st->vc.nvcpus = nvcpus;
+	st->vc.vcpus = vcpus;
+	st->vc.threads = threads;
+	st->vc.recs = calloc(nvcpus, sizeof(*st->vc.recs));
+	st->vc.occ = calloc(nvcpus, sizeof(*st->vc.occ));
+	st->vc.occ_prev = calloc(nvcpus, sizeof(*st->vc.occ_prev));
+	st->vc.nocc = st->vc.nocc_prev = 0;
+	if (!st->vc.vcpus || !st->vc.threads || !st->vc.recs || !st->vc.occ || !st->vc.occ_prev)
+		return -1;
+	st->vc.vm_drops = 0;
+	return 0;
+}
+
+/* The BPF object goes: its arrays, and the reads of its gone maps. */
+void kvm_vms_unmap(struct kvm_state *st)
+{
+	if (st->vc.vcpus)
+		munmap(st->vc.vcpus, st->vc.nvcpus * sizeof(*st->vc.vcpus));
+	if (st->vc.threads)
+		munmap(st->vc.threads, st->vc.nvcpus * sizeof(*st->vc.threads));
+	free(st->vc.recs);
+	free(st->vc.occ);
+	free(st->vc.occ_prev);
+	st->vc.vcpus = NULL;
+	st->vc.threads = NULL;
+	st->vc.recs = NULL;
+	st->vc.occ = st->vc.occ_prev = NULL;
+	st->vc.nocc = st->vc.nocc_prev = 0;
+	st->vc.vgone_valid = false;
 }
 
 /* The row of vCPU id of vm, "<vm>/vcpu<id>", made on first sight (found
