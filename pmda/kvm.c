@@ -367,13 +367,12 @@ static uint64_t kvm_caps(const struct virt_family *fam)
  * and vCPU rows (kvm_vms_read), which retire exited VMs' rows (and their
  * parts' per-VM state: kvm_vm_going); after them the sub-reason rows
  * (kvm_subs_set: shown for live VMs, retired with theirs), then KVM's own
- * values (debugfs, the statistics fds), which hang on the VM rows as
- * they now are. */
+ * values (kvm_debugfs_refresh, kvm_statfds_refresh), which hang on the
+ * VM rows as they now are. */
 static int kvm_refresh(struct virt_family *fam)
 {
 	struct kvm_state *st = fam->priv;
 	struct kvm_bpf *skel = st->skel;
-	bool books = kvm_debugfs_asked();
 	int err = 0;
 
 	read_exits(st);
@@ -382,16 +381,11 @@ static int kvm_refresh(struct virt_family *fam)
 	err |= read_hash(st, skel->maps.hcalls, &st->hcalls, VIRT_I_KVM_HCALL,
 			 VIRT_I_KVM_HCALL_HIST, name_decimal);
 	err |= read_array(st, skel->maps.uexits, st->uexit, KVM_UEXIT_REASONS);
-	if (st->sub.on)
-		err |= kvm_subs_read(st);
+	err |= kvm_subs_read(st);
 	kvm_vms_read(st, fam);
 	kvm_subs_set(st);
-	if (books)
-		kvm_debugfs_read(st);
-	if (st->vs.on && kvm_statfds_asked())
-		kvm_statfds_read(st);
-	else if (st->vs.on)
-		kvm_statfds_drop_stale(st);
+	kvm_debugfs_refresh(st);
+	kvm_statfds_refresh(st);
 	fam->dropped_now = st->vc.vm_drops;	/* and the drops map's: the agent's */
 	return err ? -EIO : 0;
 }

@@ -204,7 +204,7 @@ void kvm_debugfs_init(struct kvm_state *st)
 /* Each live VM's directory of /sys/kernel/debug/kvm: one readdir of the
  * root, one of each VM directory and of each of its vcpu<N>/, a read of
  * each file. No debugfs: no values (logged once). */
-void kvm_debugfs_read(struct kvm_state *st)
+static void kvm_debugfs_read(struct kvm_state *st)
 {
 	struct dirent *de;
 	int root;
@@ -228,7 +228,7 @@ void kvm_debugfs_read(struct kvm_state *st)
 /* KVM's books cost a directory walk and ~60 reads per VM: read only for a
  * fetch that names one of their metrics or an instance request for their
  * own domain. */
-bool kvm_debugfs_asked(void)
+static bool kvm_debugfs_asked(void)
 {
 	return virt_asked(VIRT_M_KVM_VM_KVM_STAT_COUNT) || virt_asked(VIRT_M_KVM_VM_KVM_STAT_TIME) ||
 	       virt_asked(VIRT_M_KVM_VM_KVM_STAT_INSTANT) || virt_asked(VIRT_M_KVM_VM_KVM_STAT_PEAK) ||
@@ -249,4 +249,12 @@ void kvm_book_rows_remove(struct kvm_state *st, const struct vm_entry *vm)
 			else
 				i++;
 		}
+}
+
+/* Once per refresh (after the VM rows: kvm_refresh says the order), while
+ * the fetch asks for KVM's values of VMs. */
+void kvm_debugfs_refresh(struct kvm_state *st)
+{
+	if (kvm_debugfs_asked())
+		kvm_debugfs_read(st);
 }

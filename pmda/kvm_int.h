@@ -279,15 +279,12 @@ void kvm_book_rows_unsee(struct virt_table *t);
 void kvm_book_rows_expose(struct virt_table *t);
 void kvm_book_rows_remove(struct kvm_state *st, const struct vm_entry *vm);
 void kvm_debugfs_init(struct kvm_state *st);
-bool kvm_debugfs_asked(void);
-void kvm_debugfs_read(struct kvm_state *st);
+void kvm_debugfs_refresh(struct kvm_state *st);
 
 /* kvm_statfds.c: KVM's per-vCPU statistics fds (vcpu_stats) */
 void kvm_statfds_init(struct kvm_state *st, const struct virt_family *fam);
 void kvm_statfds_close(struct vm_entry *vm);
 void kvm_statfds_close_all(struct kvm_state *st);
-bool kvm_statfds_asked(void);
-void kvm_statfds_read(struct kvm_state *st);
-void kvm_statfds_drop_stale(struct kvm_state *st);
+void kvm_statfds_refresh(struct kvm_state *st);
 
 #endif

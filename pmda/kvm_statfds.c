@@ -163,7 +163,7 @@ static bool vstats_current(const struct vm_entry *vm)
 /* Every refresh, asked or not: a VMM that closed a vCPU's statistics fd
  * (its VM destroyed, the VMM alive) gets the VM's duplicates closed, so
  * that the struct kvm goes. */
-void kvm_statfds_drop_stale(struct kvm_state *st)
+static void kvm_statfds_drop_stale(struct kvm_state *st)
 {
 	for (size_t i = 0; i < st->vms.n; i++) {
 		struct vm_entry *vm = kvm_vm_at(st, i);
@@ -242,7 +242,7 @@ static void vstats_expose_hists(struct virt_table *t)
 }
 
 /* Each live VM's vCPUs' statistics fds, one pread each. */
-void kvm_statfds_read(struct kvm_state *st)
+static void kvm_statfds_read(struct kvm_state *st)
 {
 	kvm_book_rows_unsee(&st->dfs.vcpu_books);
 	kvm_book_rows_unsee(&st->dfs.vcpu_hists);
@@ -261,10 +261,23 @@ void kvm_statfds_read(struct kvm_state *st)
 
 /* Read only for a fetch that names their metrics or an instance request
  * for their domains. */
-bool kvm_statfds_asked(void)
+static bool kvm_statfds_asked(void)
 {
 	return virt_asked(VIRT_M_KVM_VCPU_KVM_STAT_COUNT) || virt_asked(VIRT_M_KVM_VCPU_KVM_STAT_TIME) ||
 	       virt_asked(VIRT_M_KVM_VCPU_KVM_STAT_INSTANT) ||
 	       virt_asked(VIRT_M_KVM_VCPU_KVM_STAT_PEAK) || virt_asked(VIRT_M_KVM_VCPU_KVM_HIST) ||
 	       virt_asked_indom(VIRT_I_KVM_VCPU_STAT) || virt_asked_indom(VIRT_I_KVM_VCPU_STAT_HIST);
+}
+
+/* Once per refresh (after the VM rows: kvm_refresh says the order), while
+ * vcpu_stats is on: read while the fetch asks for them, else only the
+ * fds of VMs gone closed. */
+void kvm_statfds_refresh(struct kvm_state *st)
+{
+	if (!st->vs.on)
+		return;
+	if (kvm_statfds_asked())
+		kvm_statfds_read(st);
+	else
+		kvm_statfds_drop_stale(st);
 }

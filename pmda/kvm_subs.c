@@ -159,11 +159,16 @@ static void sub_take(struct kvm_state *st, int i, bool live)
 		sub_delete(st, k);
 }
 
-/* "subs" (before the VM rows: kvm_refresh says the order): exited
+/* "subs", while subreasons are on (before the VM rows: kvm_refresh says
+ * the order): exited
  * processes' entries first, so that the sums begun after them count them. */
 int kvm_subs_read(struct kvm_state *st)
 {
-	int n = virt_map_dump(bpf_map__fd(st->skel->maps.subs), st->sub.keys, sizeof(*st->sub.keys),
+	int n;
+
+	if (!st->sub.on)
+		return 0;
+	n = virt_map_dump(bpf_map__fd(st->skel->maps.subs), st->sub.keys, sizeof(*st->sub.keys),
 			      st->sub.vals, sizeof(*st->sub.vals), st->sub.max);
 
 	st->sub.gen++;
