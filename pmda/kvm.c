@@ -239,8 +239,9 @@ static void kvm_detach(struct virt_family *fam)
 }
 
 /* A VM's row goes (forever: freed, else retired under its name): what
- * the parts keep per VM goes with it (kvm_vms.c's retire_exited). */
-void kvm_vm_going(struct kvm_state *st, struct vm_entry *vm, bool forever)
+ * the parts keep per VM goes with it (kvm_vms.c's retire_exited, through
+ * st->vc.vm_going: the parts call no function of kvm.c). */
+static void kvm_vm_going(struct kvm_state *st, struct vm_entry *vm, bool forever)
 {
 	kvm_statfds_close(vm);
 	if (forever)
@@ -258,6 +259,7 @@ static int kvm_init(struct virt_family *fam)
 	st->vms = VIRT_TABLE_OF_SUMS(struct vm_entry, sums, KVM_SUM_WORDS);
 	kvm_debugfs_init(st);
 	kvm_statfds_init(st, fam);
+	st->vc.vm_going = kvm_vm_going;
 	init_rows(st);
 	return 0;
 }

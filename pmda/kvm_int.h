@@ -197,6 +197,7 @@ struct kvm_statfds {
 /* kvm_vms.c's part of the state: the vcpus slots and threads as mapped
  * in, what the agent took from them, the reads of the gone maps and the
  * vCPU rows (the VM rows, st->vms, are every part's) */
+struct kvm_state;
 struct kvm_vcpus {
 	/* the BPF arrays, mmap'ed: read in place, no bpf() call */
 	struct kvm_vcpu_slot *vcpus;
@@ -225,6 +226,9 @@ struct kvm_vcpus {
 	uint64_t vm_drops;		/* this attach's, with the drops map's */
 	/* a thread's run delay in ns; NULL: its schedstat (unit tests give their own) */
 	bool (*run_delay)(uint32_t tgid, uint32_t tid, uint64_t *ns);
+	/* kvm.c's: a VM's row goes (forever: freed, else retired under its
+	 * name), and what the other parts keep of the VM goes with it */
+	void (*vm_going)(struct kvm_state *st, struct vm_entry *vm, bool forever);
 };
 
 struct kvm_state {
@@ -246,9 +250,6 @@ struct kvm_state {
 	struct kvm_statfds vs;		/* kvm_statfds.c's */
 	struct virt_bulk bulk;		/* bulk-read buffers, sized for the largest map */
 };
-
-/* kvm.c: a VM's row goes; the parts' per-VM state goes with it */
-void kvm_vm_going(struct kvm_state *st, struct vm_entry *vm, bool forever);
 
 /* kvm_vms.c: per-VM and per-vCPU rows from the vcpus slots */
 struct vm_entry *kvm_vm_of(struct kvm_state *st, uint32_t tgid);

@@ -548,12 +548,12 @@ static void retire_exited(struct kvm_state *st)
 		if (vm->retired || vm->k.row.live) {
 			i++;
 		} else if (!vm->named || st->nretired >= VIRT_KEEP_EXITED) {
-			kvm_vm_going(st, vm, true);
+			st->vc.vm_going(st, vm, true);
 			vcpu_rows_remove(st, vm);
 			vm_rows_retire(vm, virt_row_release);
 			virt_table_remove(&st->vms, vm);	/* the last entry takes its place */
 		} else {
-			kvm_vm_going(st, vm, false);
+			st->vc.vm_going(st, vm, false);
 			vm->vs_err = 0;
 			virt_row_retire(&vm->k.row);
 			vm_rows_retire(vm, virt_row_retire);

@@ -28,7 +28,7 @@ pmInDom virt_indom(enum virt_indom_id id)
 	return pmInDom_build(511, (unsigned int)id);
 }
 
-void kvm_vm_going(struct kvm_state *st, struct vm_entry *vm, bool forever)
+static void vm_going(struct kvm_state *st, struct vm_entry *vm, bool forever)
 {
 	(void)st, (void)vm, (void)forever;
 }
@@ -319,6 +319,7 @@ static void state_init(struct kvm_state *st)
 	st->vc.vgone_key = calloc(MAXG, sizeof(*st->vc.vgone_key));
 	st->vc.vgone = calloc(MAXG, sizeof(*st->vc.vgone));
 	st->vc.run_delay = fake_run_delay;
+	st->vc.vm_going = vm_going;
 	arrays_open(st);
 }
 
