@@ -7,6 +7,8 @@
 # over the name below "virt." per "# takes:" line: the group logs those; the
 # family's own group (GROUP = FAMILY) logs the rest, so no metric is in two
 # groups and a new metric lands in the default group unless a regex takes it.
+# A metric a static group lists (pcp/pmlogconf/<group> without .head) is left
+# out of its family's group too.
 set -eu
 group=$1
 family=${group%%-*}
@@ -26,6 +28,12 @@ else
 	re=$(takes "$head")
 	[ -n "$re" ] || { echo "$head: an opt-in group without a '# takes:' line" >&2; exit 1; }
 fi
+static=$(for f in pcp/pmlogconf/*; do
+	case $f in *.head) ;; *) sed -n 's/^[[:space:]]*virt\.\([a-z0-9_.]*\).*/\1/p' "$f" ;; esac
+done | paste -sd ' ' -)
 grep -v 'PM_TYPE_STRING, [A-Z_]*, PM_SEM_DISCRETE\|, EVENT_PARAM,' "metrics/$family.def" |
 	sed -n 's/^VIRT_METRIC([A-Z]*, [A-Z0-9_]*, "\([^"]*\)".*/\1/p' |
-	RE=${re:-^$} MODE=$mode awk '(ENVIRON["MODE"] == "keep") == ($0 ~ ENVIRON["RE"]) { print "\tvirt." $0 }'
+	RE=${re:-^$} MODE=$mode STATIC="$static" awk '
+		BEGIN { n = split(ENVIRON["STATIC"], s, " "); for (i = 1; i <= n; i++) listed[s[i]] = 1 }
+		ENVIRON["MODE"] == "drop" && ($0 in listed) { next }
+		(ENVIRON["MODE"] == "keep") == ($0 ~ ENVIRON["RE"]) { print "\tvirt." $0 }'
