@@ -604,6 +604,18 @@ static unsigned long pages_swapped(void)
 	return n;
 }
 
+/* MADV_PAGEOUT until the data slot is in swap (3 tries): reclaim keeps a
+ * page a PTE or a secondary MMU saw accessed (mm/vmscan.c
+ * folio_check_references(); folio_referenced() asks KVM through the MMU
+ * notifier, which clears its SPTE's accessed bit), so the first try keeps
+ * the pages the guest touched and the next, the guest stopped, takes them */
+static void page_out(void)
+{
+	for (int i = 0; i < 3 && pages_swapped() < n_pages; i++)
+		if (madvise(flt.data, n_pages * PAGE, MADV_PAGEOUT) < 0)
+			die("madvise MADV_PAGEOUT");
+}
+
 static void fault_setup(int vm)
 {
 	flt.vm = vm;
@@ -620,8 +632,7 @@ static void fault_setup(int vm)
 static void fault_prepare(unsigned next)
 {
 	if (next == 2) {
-		if (madvise(flt.data, n_pages * PAGE, MADV_PAGEOUT) < 0)
-			die("madvise MADV_PAGEOUT");
+		page_out();
 		printf("swapped %lu\n", pages_swapped());
 	} else if (next == 3) {
 		data_slot(0, 0);
