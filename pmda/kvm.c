@@ -480,6 +480,7 @@ static const struct virt_answer kvm_answers[VIRT_NMETRICS] = {
 	[VIRT_M_KVM_NPF_TIME] = VIRT_ANSWER_WORD(KVM_NPF, struct npf_entry, k.row, k.row.v[W_TIME]),
 	[VIRT_M_KVM_NPF_LATENCY] = VIRT_ANSWER_BUCKET(KVM_NPF_HIST),
 	VIRT_ANSWER_PERCENTILES(VIRT_M_KVM_NPF_LAT, KVM_NPF, struct npf_entry, k.row, k.row),
+	VM_WHEN(NPF_MAJOR_TIME, npf_major_ns, npf_on),
 };
 
 /* The VM of a "<vm>/<class>" row, and its class. */

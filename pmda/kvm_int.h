@@ -80,6 +80,9 @@ struct vm_entry {
 	struct vcpu_stats_fd *vsfd;
 	unsigned int nvsfd;
 	int vs_err;			/* acquiring them failed: not tried again */
+	/* kvm_npf.c's: its "<vm>/major" row's time, while npf is on */
+	uint64_t npf_major_ns;
+	bool npf_on;
 };
 
 /* A vCPU's statistics fd, a duplicate of the VMM's fd vmm_fd

@@ -162,6 +162,28 @@ static bool npf_vm_known(struct kvm_state *st, const struct npf_entry *e)
 	return virt_table_find_name(&st->vms, vm) != NULL;
 }
 
+/* Each VM's major time on its own row (virt.kvm.vm.npf_major_time). */
+static void npf_vm_major(struct kvm_state *st)
+{
+	for (size_t i = 0; i < st->vms.n; i++) {
+		struct vm_entry *vm = kvm_vm_at(st, i);
+
+		vm->npf_on = st->npf.on;
+		vm->npf_major_ns = 0;
+	}
+	for (size_t i = 0; i < st->npf.rows.n; i++) {
+		const struct npf_entry *e = (const struct npf_entry *)st->npf.rows.v[i];
+		char name[VIRT_NAME_MAX];
+		struct vm_entry *vm;
+
+		if (e->kind != KVM_NPF_MAJOR)
+			continue;
+		snprintf(name, sizeof(name), "%.*s", e->vmlen, e->k.row.name);
+		if ((vm = virt_table_find_name(&st->vms, name)))
+			vm->npf_major_ns = e->k.row.v[W_TIME];
+	}
+}
+
 /* (After the VM rows.) Rows of live VMs shown, of exited named VMs
  * retired (the VM restarted under its name continues them), others freed. */
 void kvm_npf_set(struct kvm_state *st)
@@ -180,4 +202,5 @@ void kvm_npf_set(struct kvm_state *st)
 			virt_row_retire(&e->k.row);
 		i++;
 	}
+	npf_vm_major(st);
 }
