@@ -1,0 +1,71 @@
+#!/usr/bin/python3
+"""bench/fleetquery.py URL DASHBOARD HOST VM START FINISH INTERVAL
+
+Every query of the Valkey dashboard (grafana/pmdavirt-valkey.json), its
+$host set to HOST and its VM picker to VM (".*": "All"), sent to pmproxy
+at URL as grafana-pcp's Valkey datasource sends it (its query.go):
+/series/query of the expression; for the series found /series/metrics,
+/series/descs, /series/labels, /series/values (START, FINISH, INTERVAL:
+what the datasource asks for a time range), and for a metric with
+instances /series/instances and /series/labels of them. "cold" is all of
+those (a panel's first load), "warm" the query and the values alone (a
+refresh: the datasource caches the rest). Also the two variables'
+requests (label_values(hostname), label_values(vm_name)).
+
+Prints one line per target: panel id, cold ms, warm ms, series,
+instances, values, the expression; then "variable" lines. Exit 1 when
+pmproxy answers with an error.
+"""
+import json
+import sys
+import time
+import urllib.parse
+import urllib.request
+
+
+def get(base, path, **params):
+    with urllib.request.urlopen(base + path + "?" + urllib.parse.urlencode(params), timeout=300) as r:
+        return json.load(r)
+
+
+def timed(fn, *args, **kw):
+    t0 = time.monotonic()
+    out = fn(*args, **kw)
+    return out, (time.monotonic() - t0) * 1000
+
+
+def target(base, expr, start, finish, interval):
+    """(cold ms, warm ms, series, instances, values) of one target"""
+    sids, t_query = timed(get, base, "/series/query", expr=expr)
+    if not sids:
+        return t_query, t_query, 0, 0, 0
+    s = ",".join(sids)
+    t_meta = 0
+    for path in ("/series/metrics", "/series/descs", "/series/labels"):
+        _, t = timed(get, base, path, series=s)
+        t_meta += t
+    values, t_values = timed(get, base, "/series/values", series=s, start=start, finish=finish,
+                             interval=interval)
+    insts, t = timed(get, base, "/series/instances", series=s)
+    t_meta += t
+    ids = ",".join(i["instance"] for i in insts)
+    if ids:
+        _, t = timed(get, base, "/series/labels", series=ids)
+        t_meta += t
+    return (t_query + t_meta + t_values, t_query + t_values, len(sids), len(insts), len(values))
+
+
+def main():
+    base, dash, host, vm, start, finish, interval = sys.argv[1:8]
+    for p in json.load(open(dash))["panels"]:
+        for t in p.get("targets", []):
+            expr = t["expr"].replace("$host", host).replace("${vm:regex}", vm)
+            cold, warm, n, ninst, nval = target(base, expr, start, finish, interval)
+            print("%d %.1f %.1f %d %d %d %s" % (p["id"], cold, warm, n, ninst, nval, expr))
+    for name in ("hostname", "vm_name"):
+        vals, t = timed(get, base, "/series/labels", names=name)
+        print("variable label_values(%s) %.1f ms, %d values" % (name, t, len(vals.get(name, []))))
+
+
+if __name__ == "__main__":
+    main()
