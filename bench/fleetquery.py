@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""bench/fleetquery.py URL DASHBOARD HOST VM START FINISH INTERVAL
+"""bench/fleetquery.py URL DASHBOARD HOST VM START FINISH INTERVAL [REPEAT]
 
 Every query of the Valkey dashboard (grafana/pmdavirt-valkey.json), its
 $host set to HOST and its VM picker to VM (".*": "All"), sent to pmproxy
@@ -12,11 +12,14 @@ those (a panel's first load), "warm" the query and the values alone (a
 refresh: the datasource caches the rest). Also the two variables'
 requests (label_values(hostname), label_values(vm_name)).
 
-Prints one line per target: panel id, cold ms, warm ms, series,
-instances, values, the expression; then "variable" lines. Exit 1 when
+Each target is asked REPEAT times (default 1) and its median times kept
+(on a shared machine one request now and then waits for a CPU). Prints
+one line per target: panel id, cold ms, warm ms, series, instances,
+values, the expression; then "variable" lines. Exit 1 when
 pmproxy answers with an error.
 """
 import json
+import statistics
 import sys
 import time
 import urllib.parse
@@ -57,10 +60,14 @@ def target(base, expr, start, finish, interval):
 
 def main():
     base, dash, host, vm, start, finish, interval = sys.argv[1:8]
+    repeat = int(sys.argv[8]) if len(sys.argv) > 8 else 1
     for p in json.load(open(dash))["panels"]:
         for t in p.get("targets", []):
             expr = t["expr"].replace("$host", host).replace("${vm:regex}", vm)
-            cold, warm, n, ninst, nval = target(base, expr, start, finish, interval)
+            runs = [target(base, expr, start, finish, interval) for _ in range(repeat)]
+            cold = statistics.median(r[0] for r in runs)
+            warm = statistics.median(r[1] for r in runs)
+            _, _, n, ninst, nval = runs[-1]
             print("%d %.1f %.1f %d %d %d %s" % (p["id"], cold, warm, n, ninst, nval, expr))
     for name in ("hostname", "vm_name"):
         vals, t = timed(get, base, "/series/labels", names=name)
