@@ -22,5 +22,4 @@ if [ ! -s $arch.meta ]; then
 	$top/qa/vm/run --timeout ${BENCH_TIMEOUT:-3000} --env BENCH_FLEET_VMS=$vms --env BENCH_FLEET_SAMPLES=$samples \
 		-- $top/bench/fleetarch.sh $arch || exit 1
 fi
-rm -rf $top/build/fleet/load
 cd $top && scripts/in-root.sh $root bench/fleetload.sh $arch $top/build/fleet/load ${BENCH_FLEET_FULL:-10} ${BENCH_FLEET_HOSTS:-100} ${BENCH_FLEET_SHORT:-2}

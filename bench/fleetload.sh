@@ -34,14 +34,19 @@ sed 's/[^A-Za-z0-9_.-]/_/g' $arch.vms > $dir/vms
 # the first SHORT samples (10 s apart, the first a few seconds in)
 rm -f $dir/short.*
 pmlogextract -T "$((SHORT * 10 + 5))sec" $arch $dir/short || exit 1
+# copies of an earlier run with the same archive and sizes are kept
+stamp="$(stat -c %Y $arch.0) $FULL $SHORT"
+[ "$(cat $dir/hosts/stamp 2>/dev/null)" = "$stamp" ] || rm -f $dir/hosts/*
 t0=$(date +%s)
 for k in $(seq 1 $TOTAL); do
 	h=$(printf 'h%03d' $k)
+	[ -s $dir/hosts/$h.meta ] && continue
 	src=$arch
 	[ $k -gt $FULL ] && src=$dir/short
 	$top/bench/fleetrehost.sh $src $dir/vms $h $dir/hosts/$h || exit 1
 done
-echo "re-hosted in $(( $(date +%s) - t0 )) s; instances of h001's VMs: $(pmdumplog -i $dir/hosts/h001 | grep -c 'or "h001-')"
+echo "$stamp" > $dir/hosts/stamp
+echo "re-hosted in $(( $(date +%s) - t0 )) s; instances named by h001's VMs: $(pmdumplog -i $dir/hosts/h001 | sed -n 's/.* or "\(h001-[^"]*\)"$/\1/p' | sort -u | wc -l)"
 
 valkey-server --port $vport --bind 127.0.0.1 --save '' --appendonly no --daemonize yes --dir $dir \
 	--pidfile $dir/valkey.pid --logfile $dir/valkey.log > /dev/null || exit 1
@@ -56,8 +61,9 @@ mem0=$(mem)
 
 # the archive itself: samples, metrics with values (the witness of the
 # series per host), top-level names, span
-pmdumplog -z $arch | sed -n 's/^    [0-9.]* (\([^)]*\)):.*/\1/p' | sort -u > $dir/metrics.witness
-cut -d. -f1 $dir/metrics.witness | sort -u > $dir/tops
+$top/bench/fleetvalued.sh $arch > $dir/metrics.witness
+# every top-level name of the archive (pmseries' globs need a prefix)
+pminfo -a $arch | cut -d. -f1 | sort -u > $dir/tops
 echo "archive: $(pmdumplog -z $arch virt.kvm.vm.exits | grep -cE '^[0-9]{2}:') samples, $(wc -l < $dir/metrics.witness) metrics with values, $(wc -l < $arch.vms) VMs;" \
 	"$(stat -c %s $arch.0) B data, $(stat -c %s $arch.meta) B meta"
 # epoch seconds of the first and last record (pmproxy's /series/values
@@ -72,7 +78,15 @@ e = ctx.pmGetArchiveEnd()
 print(int(l.start), int(e) + 1)' $arch) || exit 1
 set -- $first; a_start=$1 a_end=$2
 
-series_of() { for t in $(cat $dir/tops); do pmseries -p $vport "$t.*{hostname == \"$1\"}"; done | grep -cE '^[0-9a-f]{40}$'; }
+# series_of HOST: the metric names of HOST's series in pmseries
+series_of()
+{
+	local t
+	for t in $(cat $dir/tops); do pmseries -p $vport "$t.*{hostname == \"$1\"}"; done |
+		grep -E '^[0-9a-f]{40}$' > $dir/series.$1
+	[ -s $dir/series.$1 ] || return 0
+	pmseries -p $vport -m $(cat $dir/series.$1) | sed -n 's/^ *Metric: //p' | sort -u
+}
 
 # the samples of a whole copy: records with the agent's per-VM exits
 samples=$(pmdumplog -z $arch virt.kvm.vm.exits | grep -cE '^[0-9]{2}:')
@@ -91,10 +105,18 @@ for n in $FULL $TOTAL; do
 	load_s=$(awk -v a=$load_s -v d=$((t1 - t0)) 'BEGIN {printf "%.1f", a + d / 1e9}')
 	loaded=$n
 	bytes=$(( $(mem) - mem0 ))
-	nser=$(series_of $pick)
+	series_of $pick > $dir/names.$n
+	nser=$(wc -l < $dir/names.$n)
 	hosts=$(curl -s "$url/series/labels?names=hostname" | /usr/bin/python3 -c 'import json, sys; print(len(json.load(sys.stdin)["hostname"]))')
 	echo "== $n hosts loaded ($hosts hostnames in pmseries): $per_host s per host loaded in this step, Valkey used_memory +$bytes B;" \
-		"host $pick: $nser series (its archive: $(wc -l < $dir/metrics.witness) metrics with values)"
+		"host $pick: $nser series"
+	# the witness: the archive's metrics with values (pmseries --load
+	# leaves out proc.* and acct.*, as pmproxy's default exclude.metrics)
+	grep -vE '^(proc|acct)\.' $dir/metrics.witness > $dir/witness.kept
+	echo "  of the archive's $(wc -l < $dir/metrics.witness) metrics with values (pmdumplog), less proc.* and acct.*" \
+		"($(wc -l < $dir/witness.kept)): $(comm -12 $dir/names.$n $dir/witness.kept | wc -l) in pmseries," \
+		"$(comm -13 $dir/names.$n $dir/witness.kept | wc -l) not; pmseries' series of metrics without a value in the archive:" \
+		"$(comm -23 $dir/names.$n $dir/witness.kept | wc -l) ($(comm -23 $dir/names.$n $dir/witness.kept | cut -d. -f1-2 | sort | uniq -c | sort -rn | head -4 | awk '{printf "%s %d ", $2, $1}'))"
 	# grafana-pcp's requests for the dashboard's default range (6 h) ending
 	# at the archive's end: from - 2 x 60 s to to + 60 s, and Grafana's
 	# interval for 6 h on ~1000 px, 20 s (the archive's samples are 10 s
@@ -108,6 +130,8 @@ for n in $FULL $TOTAL; do
 			$dir/queries.$n.$w > $dir/panels.$n.$w
 	done
 	grep '^variable' $dir/queries.$n.all
+	echo "targets whose values pmproxy cut short (3 tries): VM All $(awk '!/^variable/ && $6 < 0' $dir/queries.$n.all | wc -l):" \
+		"$(awk '!/^variable/ && $6 < 0 {print $7}' $dir/queries.$n.all | tr '\n' ' ')"
 	echo "targets without a series: VM All $(awk '!/^variable/ && $4 == 0' $dir/queries.$n.all | wc -l)," \
 		"VM $vm $(awk '!/^variable/ && $4 == 0' $dir/queries.$n.vm | wc -l)"
 	echo "slowest targets, VM All (cold ms, warm ms, series, instances, values, query):"

@@ -15,9 +15,10 @@ requests (label_values(hostname), label_values(vm_name)).
 Each target is asked REPEAT times (default 1) and its median times kept
 (on a shared machine one request now and then waits for a CPU). Prints
 one line per target: panel id, cold ms, warm ms, series, instances,
-values, the expression; then "variable" lines. Exit 1 when
-pmproxy answers with an error.
+values (-1: pmproxy cut the reply short three times), the expression;
+then "variable" lines. Exit 1 when pmproxy answers with an error.
 """
+import http.client
 import json
 import statistics
 import sys
@@ -26,9 +27,23 @@ import urllib.parse
 import urllib.request
 
 
+BROKEN = []
+
+
 def get(base, path, **params):
-    with urllib.request.urlopen(base + path + "?" + urllib.parse.urlencode(params), timeout=300) as r:
-        return json.load(r)
+    """a request; a response cut short (pmproxy 6.3.8 now and then ends
+    a chunked reply early under load) is asked again, up to 3 times, and
+    counted"""
+    url = base + path + "?" + urllib.parse.urlencode(params)
+    for attempt in range(3):
+        try:
+            with urllib.request.urlopen(url, timeout=300) as r:
+                return json.load(r)
+        except (http.client.IncompleteRead, ValueError) as e:
+            BROKEN.append("%s: %s" % (path, type(e).__name__))
+            if attempt == 2:
+                raise
+    return None
 
 
 def timed(fn, *args, **kw):
@@ -47,15 +62,20 @@ def target(base, expr, start, finish, interval):
     for path in ("/series/metrics", "/series/descs", "/series/labels"):
         _, t = timed(get, base, path, series=s)
         t_meta += t
-    values, t_values = timed(get, base, "/series/values", series=s, start=start, finish=finish,
-                             interval=interval)
+    try:
+        values, t_values = timed(get, base, "/series/values", series=s, start=start, finish=finish,
+                                 interval=interval)
+    except http.client.IncompleteRead:
+        # cut short three times: the target's values are reported as -1
+        values, t_values = None, float("nan")
     insts, t = timed(get, base, "/series/instances", series=s)
     t_meta += t
     ids = ",".join(i["instance"] for i in insts)
     if ids:
         _, t = timed(get, base, "/series/labels", series=ids)
         t_meta += t
-    return (t_query + t_meta + t_values, t_query + t_values, len(sids), len(insts), len(values))
+    return (t_query + t_meta + t_values, t_query + t_values, len(sids), len(insts),
+            -1 if values is None else len(values))
 
 
 def main():
@@ -69,6 +89,7 @@ def main():
             warm = statistics.median(r[1] for r in runs)
             _, _, n, ninst, nval = runs[-1]
             print("%d %.1f %.1f %d %d %d %s" % (p["id"], cold, warm, n, ninst, nval, expr))
+    print("variable broken_replies %d %s" % (len(BROKEN), " ".join(sorted(set(BROKEN)))))
     for name in ("hostname", "vm_name"):
         vals, t = timed(get, base, "/series/labels", names=name)
         print("variable label_values(%s) %.1f ms, %d values" % (name, t, len(vals.get(name, []))))
