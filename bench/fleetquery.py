@@ -24,25 +24,32 @@ import statistics
 import sys
 import time
 import urllib.parse
-import urllib.request
 
 
 BROKEN = []
+CONN = {}
 
 
 def get(base, path, **params):
-    """a request; a response cut short (pmproxy 6.3.8 now and then ends
-    a chunked reply early under load) is asked again, up to 3 times, and
-    counted"""
-    url = base + path + "?" + urllib.parse.urlencode(params)
+    """a request on one kept-alive connection, as grafana-pcp's Go client
+    keeps its connections (urllib's "Connection: close" got replies cut
+    short by pmproxy 6.3.8 on a loaded machine); a reply cut short is
+    asked again on a new connection, up to 3 times, and counted; 60 s
+    at most, as grafana-pcp's client"""
+    host = urllib.parse.urlsplit(base).netloc
+    query = urllib.parse.urlencode(params)
     for attempt in range(3):
+        if host not in CONN:
+            CONN[host] = http.client.HTTPConnection(host, timeout=60)
         try:
-            with urllib.request.urlopen(url, timeout=300) as r:
-                return json.load(r)
-        except (http.client.IncompleteRead, ValueError) as e:
+            CONN[host].request("GET", path + "?" + query)
+            r = CONN[host].getresponse()
+            return json.loads(r.read())
+        except (http.client.HTTPException, ConnectionError, ValueError, TimeoutError) as e:
             BROKEN.append("%s: %s" % (path, type(e).__name__))
+            CONN.pop(host).close()
             if attempt == 2:
-                raise
+                raise http.client.IncompleteRead(b"") from e
     return None
 
 
@@ -68,12 +75,23 @@ def target(base, expr, start, finish, interval):
     except http.client.IncompleteRead:
         # cut short three times: the target's values are reported as -1
         values, t_values = None, float("nan")
-    insts, t = timed(get, base, "/series/instances", series=s)
-    t_meta += t
+    try:
+        insts, t = timed(get, base, "/series/instances", series=s)
+        t_meta += t
+    except http.client.IncompleteRead:
+        insts, t_meta = [], float("nan")
     ids = ",".join(i["instance"] for i in insts)
     if ids:
-        _, t = timed(get, base, "/series/labels", series=ids)
-        t_meta += t
+        # grafana-pcp POSTs a list this long (a URL of 8192 bytes or more);
+        # pmproxy 6.3.8 here left such a POST unanswered: GETs of up to
+        # 150 ids (41 bytes each) instead, one after another
+        idl = ids.split(",")
+        for k in range(0, len(idl), 150):
+            try:
+                _, t = timed(get, base, "/series/labels", series=",".join(idl[k:k + 150]))
+                t_meta += t
+            except (http.client.IncompleteRead, TimeoutError):
+                t_meta = float("nan")
     return (t_query + t_meta + t_values, t_query + t_values, len(sids), len(insts),
             -1 if values is None else len(values))
 
