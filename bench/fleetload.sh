@@ -148,7 +148,7 @@ echo "== per size (hosts of $(wc -l < $arch.vms) VMs; hosts 1-$FULL $samples sam
 echo "load = s to load all; s/host = per host of that step; MB = Valkey used_memory growth; series = of host $pick;"
 echo "panel ms (the $(awk '{print $NF; exit}' $dir/table) panels: cold = first load, warm = refresh), median, max, panels over 1 s: VM All; vm = VM $vm picked, cold"
 fmt='%6s %7s %7s %8s %7s %9s %9s %5s %9s %9s %5s %9s %9s %5s\n'
-printf "$fmt" hosts load s/host MB series cold-med cold-max >1s warm-med warm-max >1s vm-med vm-max >1s
+printf "$fmt" hosts load s/host MB series cold-med cold-max ">1s" warm-med warm-max ">1s" vm-med vm-max ">1s"
 awk '{printf "%6d %7.1f %7.1f %8.1f %7d %9d %9d %5d %9d %9d %5d %9d %9d %5d\n", $1, $2, $3, $4 / 1e6, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14}' $dir/table
 # Valkey's bytes = hosts x H + host-samples x V: H from the difference of
 # the two sizes less their values, V from the whole hosts
