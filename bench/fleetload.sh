@@ -76,7 +76,7 @@ ctx = pmapi.pmContext(c.PM_CONTEXT_ARCHIVE, sys.argv[1])
 l = ctx.pmGetArchiveLabel()
 e = ctx.pmGetArchiveEnd()
 print(int(l.start), int(e) + 1)' $arch) || exit 1
-set -- $first; a_start=$1 a_end=$2
+set -- $first; a_end=$2
 
 # series_of HOST: the metric names of HOST's series in pmseries
 series_of()
@@ -85,6 +85,7 @@ series_of()
 	for t in $(cat $dir/tops); do pmseries -p $vport "$t.*{hostname == \"$1\"}"; done |
 		grep -E '^[0-9a-f]{40}$' > $dir/series.$1
 	[ -s $dir/series.$1 ] || return 0
+	# shellcheck disable=SC2046 # one argument per series
 	pmseries -p $vport -m $(cat $dir/series.$1) | sed -n 's/^ *Metric: //p' | sort -u
 }
 

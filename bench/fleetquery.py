@@ -61,7 +61,11 @@ def timed(fn, *args, **kw):
 
 def target(base, expr, start, finish, interval):
     """(cold ms, warm ms, series, instances, values) of one target"""
-    sids, t_query = timed(get, base, "/series/query", expr=expr)
+    try:
+        sids, t_query = timed(get, base, "/series/query", expr=expr)
+    except http.client.IncompleteRead:
+        # no answer in 60 s, 3 times: grafana-pcp gives up after one
+        return float("inf"), float("inf"), -1, 0, 0
     if not sids:
         return t_query, t_query, 0, 0, 0
     s = ",".join(sids)
