@@ -17,29 +17,9 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 b=$top/build
 TOTAL=${BENCH_CHURN_VMS:-10000} PAR=${BENCH_CHURN_PARALLEL:-10}
 LOG_S=${BENCH_CHURN_LOG_S:-10} MAX_S=${BENCH_CHURN_MAX_S:-900}
-export PATH=$b/qa:$PATH
-set +u; . /etc/pcp.env; set -u
-export PCP_PYTHON_PROG=/usr/bin/python3
-modprobe kvm_amd || exit 77
-work=$(mktemp -d)
-logger=
-cleanup()
-{
-	[ -n "$logger" ] && kill "$logger" 2>/dev/null
-	( cd $PCP_PMDAS_DIR/virt && ./Remove < /dev/null ) > /dev/null 2>&1
-	rm -rf $work
-}
-trap cleanup EXIT
+. "$top/bench/pmcdsetup.sh"
 
-pgrep -x pmcd > /dev/null || /etc/init.d/pmcd start > /dev/null 2>&1
-make -C $top -s install >/dev/null
-cp $b/virt.conf $PCP_SYSCONF_DIR/virt/virt.conf
-( cd $PCP_PMDAS_DIR/virt && ./Install < /dev/null ) > $work/install 2>&1 || { cat $work/install; exit 1; }
-for _ in $(seq 1 120); do
-	[ "$(pminfo -f virt.control.module.status 2>/dev/null | grep -c '"active"')" -ge 2 ] && break; sleep 0.5
-done
-agent=$(pgrep -x pmdavirt)
-[ -n "$agent" ] || { echo "bench: the agent did not come up"; tail -5 $work/install; exit 1; }
+pmcd_agent_install || exit 1
 pmstore pmcd.control.timeout 600 > /dev/null || exit 1
 export PMCD_REQUEST_TIMEOUT=600
 pmlogconf -q $work/all.config > $work/pmlogconf.out 2>&1 || { cat $work/pmlogconf.out; exit 1; }

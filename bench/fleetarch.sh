@@ -13,27 +13,9 @@ out=${1:?usage: fleetarch.sh OUT}
 top=$(cd "$(dirname "$0")/.." && pwd)
 b=$top/build
 N=${BENCH_FLEET_VMS:-50} S=${BENCH_FLEET_SAMPLES:-60}
-export PATH=$b/qa:$PATH
-set +u; . /etc/pcp.env; set -u
-modprobe kvm_amd || exit 77
-work=$(mktemp -d)
-guests=()
-cleanup()
-{
-	[ ${#guests[@]} -gt 0 ] && kill "${guests[@]}" 2>/dev/null
-	( cd $PCP_PMDAS_DIR/virt && ./Remove < /dev/null ) > /dev/null 2>&1
-	rm -rf $work
-}
-trap cleanup EXIT
+. "$top/bench/pmcdsetup.sh"
 
-pgrep -x pmcd > /dev/null || /etc/init.d/pmcd start > /dev/null 2>&1
-make -C $top -s install >/dev/null
-cp $b/virt.conf $PCP_SYSCONF_DIR/virt/virt.conf
-( cd $PCP_PMDAS_DIR/virt && ./Install < /dev/null ) > $work/install 2>&1 || { cat $work/install; exit 1; }
-for _ in $(seq 1 120); do
-	[ "$(pminfo -f virt.control.module.status 2>/dev/null | grep -c '"active"')" -ge 2 ] && break; sleep 0.5
-done
-pminfo virt.control.version > /dev/null 2>&1 || { echo "fleetarch: the agent did not come up"; tail -5 $work/install; exit 1; }
+pmcd_agent_install || exit 1
 pmlogconf -q $out.config > $work/pmlogconf.out 2>&1 || { cat $work/pmlogconf.out; exit 1; }
 echo "fleetarch: pmlogconf groups on: $(grep -c '^#+ .*:y:' $out.config)"
 

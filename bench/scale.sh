@@ -27,35 +27,11 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 b=$top/build
 NS=${BENCH_SCALE_VMS:-1 50 200} M=${BENCH_FETCHES:-20} IDLE=${BENCH_SCALE_IDLE_MS:-1000}
 TRACED=${BENCH_SCALE_TRACED:-5} SAMPLES=${BENCH_SCALE_SAMPLES:-7}
-export PATH=$b/qa:$PATH
-set +u; . /etc/pcp.env; set -u
-export PCP_PYTHON_PROG=/usr/bin/python3
-modprobe kvm_amd || exit 77
-work=$(mktemp -d)
-guests=()
-cleanup()
-{
-	[ ${#guests[@]} -gt 0 ] && kill "${guests[@]}" 2>/dev/null
-	( cd $PCP_PMDAS_DIR/virt && ./Remove < /dev/null ) > /dev/null 2>&1
-	rm -rf $work
-}
-trap cleanup EXIT
+. "$top/bench/pmcdsetup.sh"
 
 echo "test VM kernel $(uname -r), $(nproc) CPU, MemTotal $(awk '/^MemTotal/ {print $2}' /proc/meminfo) KiB," \
 	"pid_max $(cat /proc/sys/kernel/pid_max), threads-max $(cat /proc/sys/kernel/threads-max)"
-pgrep -x pmcd > /dev/null || /etc/init.d/pmcd start > /dev/null 2>&1
-make -C $top -s install >/dev/null
-cp $b/virt.conf $PCP_SYSCONF_DIR/virt/virt.conf
-( cd $PCP_PMDAS_DIR/virt && ./Install < /dev/null ) > $work/install 2>&1 || { cat $work/install; exit 1; }
-for _ in $(seq 1 120); do
-	[ "$(pminfo -f virt.control.module.status 2>/dev/null | grep -c '"active"')" -ge 2 ] && break; sleep 0.5
-done
-agent=$(pgrep -x pmdavirt)
-if [ -z "$agent" ] || ! pminfo virt.control.version > /dev/null 2>&1; then
-	echo "bench: pmcd or the agent did not come up; Install said:"; tail -5 $work/install
-	tail -5 $PCP_LOG_DIR/pmcd/pmcd.log $PCP_LOG_DIR/pmcd/virt.log 2>/dev/null
-	exit 1
-fi
+pmcd_agent_install || exit 1
 pminfo -f virt.control.module.status | sed -n 's/.*inst \[[0-9]* or "\([a-z]*\)"\] value "\(.*\)"/  \1: \2/p'
 
 # pmlogconf before any VM (as pmlogger_check at boot); our groups with
