@@ -65,18 +65,19 @@ SELECTORS = {
 # per-VM heatmaps ("<vm with '_' for '-'>::lo-hi") repeat over the selector
 # vmbuckets instead: Grafana cannot turn the picked web-01 into web_01.
 VM = ("vm", "VM", "virt.kvm.vm.name")
-VM_FILTER = {"virt.kvm.vm.run_delay_by": "/", "virt.kvm.vm.kvm_stat.count": "/exits$", "virt.kvm.vm.": "$",
+VM_FILTER = {"virt.kvm.vm.run_delay_by": "/", "virt.kvm.vm.npf.": "/", "virt.kvm.vm.kvm_stat.count": "/exits$", "virt.kvm.vm.": "$",
              "virt.kvm.vcpu.": "/", "virt.kvm.pio.": "/", "virt.kvm.msr.": "/", "virt.kvm.cpuid.": "/",
              "virt.kvm.mmio.": "/", "virt.vhost.": "/"}
 # The VM picker (Valkey): the values of the label vm_name the agent puts on
-# a VM's instances (grafana-pcp's label_values()). pmseries filters by
-# instance name ("instance.name =~", a POSIX ERE in a string): it selects a
-# metric's series of the host when one of its instances matches, and
-# /series/values then returns every instance of that series (PCP 6.0.3,
-# qa/404). So the panel keeps the VM's rows by a Grafana transformation
-# (filterFieldsByName) on the names grafana-pcp gives them,
-# "<metric>[<instance>]", the picked VMs in the pattern (Grafana 11
-# interpolates variables in a transformation's options). PCP 6.0.3's
+# a VM's instances (grafana-pcp's label_values()). The query selects the
+# host's series alone: an instance-name qualifier ("instance.name =~")
+# would select the same series (one per metric and host, its values every
+# instance's: PCP 6.0.3, qa/404) after a regex over every instance name
+# of the fleet, 12-22 s a panel at 10 hosts of 50 VMs and over grafana-pcp's
+# 60 s at 100 (bench/run fleet, doc/scale.md). So the panel keeps the VM's
+# rows by a Grafana transformation (filterFieldsByName) on the names
+# grafana-pcp gives them, "<metric>[<instance>]", the picked VMs in the
+# pattern (Grafana 11 interpolates variables in a transformation's options). PCP 6.0.3's
 # pmseries also loads no instance labels (PCP issue 2418): the list is
 # empty there, a VM's name is typed in (allowCustomValue) or "All".
 VALKEY_VM = ("vm", "VM", "label_values(vm_name)")
@@ -113,6 +114,14 @@ ROWS = [
          ["virt.kvm.vm.run_delay"], "percentunit"),
         ("run delay by what held the CPU (<vm>/<class>), share of one CPU", "stack",
          ["virt.kvm.vm.run_delay_by"], "percentunit"),
+        # guest memory the host had to fault in ([kvm] npf = true):
+        # "<vm>/<kind>", the latency's buckets "<vm>/<kind>::lo-hi"
+        ("nested-paging faults/s by kind (<vm>/<kind>; npf = true)", "stack",
+         ["virt.kvm.vm.npf.count"], "ops"),
+        ("time in major nested-paging faults (host swap-in, file read), share of one CPU", "graph",
+         ["virt.kvm.vm.npf_major_time"], "percentunit"),
+        ("major nested-paging fault latency (npf = true; ns)", "heatmap",
+         ["virt.kvm.vm.npf.latency"], "ns", "vmbuckets", "/major"),
         ("run delay p99 per VM (one wait)", "graph", ["virt.kvm.vm.run_delay_p99"], "ns"),
         ("time in exits per VM, share of one CPU", "graph", ["virt.kvm.vm.exit_time"], "percentunit"),
         ("halts/s per VM: all, ended by polling, slept", "graph",
@@ -200,8 +209,9 @@ def vm_tail(metric, selector):
 def expression(kind, metric, selector, infix=""):
     """The query of one target: Vector takes a metric or a derived-metric
     expression (registered through pmproxy's /pmapi/derive), Valkey a
-    pmseries query, filtered by host and by instance name. infix: what comes
-    between a heatmap's selector and "::" in its instances (a regex)."""
+    pmseries query, filtered by host (the panel keeps the picked VM's rows:
+    valkey_transformations). infix: what comes between a heatmap's selector
+    and "::" in its instances (a regex)."""
     tail = None if selector else vm_tail(metric, selector)
     if kind == "vector":
         # PCP's matchinst(): /pattern/ is a POSIX ERE; Grafana's regex
@@ -211,10 +221,6 @@ def expression(kind, metric, selector, infix=""):
         if tail:
             return "matchinst(/^${%s:regex}%s/, %s)" % (VM[0], tail.replace("/", "\\/"), metric)
         return metric
-    # pmseries: a string of a POSIX ERE ("\." passes as the regex's \.),
-    # the VMs picked in a group ("(web|web\.01)" when several)
-    if tail:
-        return '%s{hostname == "$host", instance.name =~ "^(${%s:regex})%s"}' % (metric, VALKEY_VM[0], tail)
     return '%s{hostname == "$host"}' % metric
 
 
