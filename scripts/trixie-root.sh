@@ -24,10 +24,10 @@ security=${PMDAVIRT_DEBIAN_SECURITY:-http://deb.debian.org/debian-security}
 # build (as scripts/setup.sh), install and run (pcp, passwd for its
 # postinst's groupadd), the host tier's tools (001-006, 404, 407: git and
 # cpio for 006, valkey for 404) and the VM tier's (kmod, iproute2;
-# bpftrace: the witness of 115 and 118)
+# bpftrace: the witness of 115 and 118; mount: swapon, swapoff for 130)
 PKGS="pcp python3-pcp libpcp3-dev libpcp-pmda3-dev passwd
  libbpf-dev bpftool clang libelf-dev zlib1g-dev make gcc libc6-dev binutils
- procps python3-yaml valkey-server valkey-tools curl git cpio file kmod iproute2 bpftrace"
+ procps python3-yaml valkey-server valkey-tools curl git cpio file kmod iproute2 bpftrace mount"
 
 # the kernel: linux-image-amd64's image, downloaded with the root's apt
 # (mmdebstrap's, in its hooks) and unpacked into the root; depmod there
