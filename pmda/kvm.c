@@ -47,6 +47,14 @@ static const struct virt_option kvm_options[NOPTS] = {
 		"kvm_hist) from the vCPU statistics fds the VMM keeps (newer QEMUs; not QEMU "
 		"7.2), shared with pidfd_getfd(): the agent then keeps CAP_SYS_PTRACE and "
 		"CAP_DAC_READ_SEARCH; false = not read, both dropped" },
+	[OPT_INTERRUPTS] = { "interrupts", VIRT_OPT_BOOL, 0, 0, "false",
+		"interrupt delivery latency per VM and kind, from the local APIC's accept (a "
+		"timer: its expiry) to the VM entry that injects it (virt.kvm.vm.irq; method "
+		"tp_btf); false = not traced" },
+	[OPT_TIMER_LATENESS] = { "timer_lateness", VIRT_OPT_BOOL, 0, 0, "false",
+		"how late or early guests' TSC-deadline timers fire, per VM "
+		"(virt.kvm.vm.timer; kvm_wait_lapic_expire, which needs KVM's timer advance on; "
+		"method tp_btf); false = not traced" },
 };
 
 /* ------------------------------------------------------------- names */
@@ -136,6 +144,7 @@ static int kvm_configure(struct virt_family *fam, struct virt_skel *obj, const c
 	bpf_map__set_max_entries(skel->maps.vms_gone, (__u32)fam->opts[OPT_MAX_VMS].u);
 	bpf_map__set_max_entries(skel->maps.vcpus_gone, (__u32)fam->opts[OPT_MAX_VCPUS].u);
 	kvm_subs_configure(fam, skel);
+	kvm_irqs_configure(fam, skel, method);
 	skel->rodata->vmcb_cache = strcmp(method, "tp_btf") == 0 && virt_kmod_present("kvm_amd") &&
 				   virt_ksym_exists("svm_switch_vmcb");
 	st->vmcb_cache = skel->rodata->vmcb_cache;
@@ -151,6 +160,7 @@ static const struct virt_prog_switch kvm_switches[] = {
 	ON("sched_*", sched_on), ON("switch_vmcb", vmcb_cache),
 	ON("pio", sub.on), ON("msr", sub.on), ON("cpuid", sub.on), ON("mmio", sub.on),
 	ON("fast_mmio", fast_mmio_on), ON("entry", entry_plain), ON("entry_subs", sub.timed),
+	ON("irq_*", irq.on), ON("timer_lateness", irq.timer),
 };
 #undef ON
 
@@ -183,11 +193,12 @@ static int kvm_alloc_buffers(struct kvm_state *st, struct virt_family *fam)
 		max = fam->opts[OPT_MAX_HCALLS].u;
 	if (kvm_vms_init(st, fam) < 0)
 		return -1;
-	if (kvm_subs_init(st, fam) == 0 &&
+	if (kvm_subs_init(st, fam) == 0 && kvm_irqs_init(st, fam) == 0 &&
 	    virt_bulk_alloc(&st->bulk, max, sizeof(uint64_t), sizeof(struct kvm_stats)) == 0)
 		return 0;
 	kvm_vms_free(st);
 	kvm_subs_free(st);
+	kvm_irqs_free(st);
 	return -1;
 }
 
@@ -227,6 +238,7 @@ static void kvm_detach(struct virt_family *fam)
 		return;
 	kvm_vcpus_forget(st, (uint32_t)fam->opts[OPT_MAX_VMS].u);
 	kvm_subs_forget(st);
+	kvm_irqs_forget(st);
 	kvm_statfds_close_all(st);
 	unmap_arrays(st);
 	st->skel = NULL;
@@ -384,8 +396,10 @@ static int kvm_refresh(struct virt_family *fam)
 			 VIRT_I_KVM_HCALL_HIST, name_decimal);
 	err |= read_array(st, skel->maps.uexits, st->uexit, KVM_UEXIT_REASONS);
 	err |= kvm_subs_read(st);
+	err |= kvm_irqs_read(st);
 	kvm_vms_read(st, fam);
 	kvm_subs_set(st);
+	kvm_irqs_set(st);
 	kvm_debugfs_refresh(st);
 	kvm_statfds_refresh(st);
 	fam->dropped_now = st->vc.vm_drops;	/* and the drops map's: the agent's */
@@ -461,6 +475,17 @@ static const struct virt_answer kvm_answers[VIRT_NMETRICS] = {
 	BOOK(VCPU_KVM_STAT_INSTANT, KVM_VCPU_STAT, instant),
 	BOOK(VCPU_KVM_STAT_PEAK, KVM_VCPU_STAT, peak),
 	[VIRT_M_KVM_VCPU_KVM_HIST] = VIRT_ANSWER_BUCKET(KVM_VCPU_STAT_HIST),
+	SUM(VM_IRQ_COUNT, KVM_IRQ, struct irq_entry, W_COUNT),
+	SUM(VM_IRQ_TIME, KVM_IRQ, struct irq_entry, W_TIME),
+	[VIRT_M_KVM_VM_IRQ_LATENCY] = VIRT_ANSWER_BUCKET(KVM_IRQ_HIST),
+	VIRT_ANSWER_PERCENTILES(VIRT_M_KVM_VM_IRQ_LAT, KVM_IRQ, struct irq_entry, k.row, k.row),
+	SUM(VM_IRQ_COALESCED, KVM_IRQ_VM, struct irq_entry, KVM_IRQ_W_COALESCED),
+	SUM(VM_IRQ_POSTED, KVM_IRQ_VM, struct irq_entry, KVM_IRQ_W_POSTED),
+	SUM(VM_IRQ_UNMATCHED, KVM_IRQ_VM, struct irq_entry, KVM_IRQ_W_UNMATCHED),
+	SUM(VM_TIMER_COUNT, KVM_TIMER, struct irq_entry, W_COUNT),
+	SUM(VM_TIMER_TIME, KVM_TIMER, struct irq_entry, W_TIME),
+	[VIRT_M_KVM_VM_TIMER_LATENESS] = VIRT_ANSWER_BUCKET(KVM_TIMER_HIST),
+	VIRT_ANSWER_PERCENTILES(VIRT_M_KVM_VM_TIMER_LATE, KVM_TIMER, struct irq_entry, k.row, k.row),
 	[VIRT_M_KVM_EXIT_REASON] = VIRT_ANSWER_NAME(KVM_REASON),
 	[VIRT_M_KVM_HCALL_NUMBER] = VIRT_ANSWER_NAME(KVM_HCALL),
 	[VIRT_M_KVM_UEXIT_REASON] = VIRT_ANSWER_NAME(KVM_UEXIT),
@@ -509,11 +534,14 @@ static int kvm_labels(struct virt_family *fam, enum virt_indom_id indom, unsigne
 
 	if (!fam->priv || (indom != VIRT_I_KVM_VM && indom != VIRT_I_KVM_VCPU &&
 			   indom != VIRT_I_KVM_VM_WAIT_BY && indom != VIRT_I_KVM_VM_STAT &&
-			   indom != VIRT_I_KVM_VCPU_STAT && !kvm_sub_indom(indom)) ||
+			   indom != VIRT_I_KVM_VCPU_STAT && !kvm_sub_indom(indom) &&
+			   !kvm_irq_indom(indom)) ||
 	    !(row = virt_row_of(virt_indom(indom), inst)))
 		return 0;
 	if (kvm_sub_indom(indom))
 		vm = kvm_vm_of(fam->priv, VIRT_ENTRY_OF(row, struct sub_entry)->tgid);
+	else if (kvm_irq_indom(indom))
+		vm = kvm_vm_of(fam->priv, VIRT_ENTRY_OF(row, struct irq_entry)->tgid);
 	else if (indom == VIRT_I_KVM_VM_STAT || indom == VIRT_I_KVM_VCPU_STAT)
 		vm = (b = VIRT_ENTRY_OF(row, struct book_entry))->vm;
 	else if (indom == VIRT_I_KVM_VCPU)

@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 enum kvm_opt { OPT_LATENCY, OPT_MAX_VCPUS, OPT_MAX_VMS, OPT_MAX_HCALLS, OPT_SCHED, OPT_SUBREASONS,
-	       OPT_SUB_TOP, OPT_VCPU_STATS, NOPTS };
+	       OPT_SUB_TOP, OPT_VCPU_STATS, OPT_INTERRUPTS, OPT_TIMER_LATENESS, NOPTS };
 
 /* Row words of reason rows: count and time. A VM's and a vCPU's sums are
  * struct kvm_vm_stats as words, then the agent's own (W_RUN_DELAY): every
@@ -178,6 +178,30 @@ struct kvm_subs {
 	uint64_t gen;			/* reads of "subs" */
 };
 
+/* kvm_irqs.c's tables of rows: interrupt latency by kind, timer
+ * lateness (late, early), the VM's interrupts not timed (its sums' words
+ * KVM_IRQ_W_*) */
+enum { KVM_IRQ_T_LATENCY, KVM_IRQ_T_TIMER, KVM_IRQ_T_EVENTS, KVM_IRQ_TABLES };
+enum { KVM_IRQ_W_COALESCED, KVM_IRQ_W_POSTED, KVM_IRQ_W_UNMATCHED, KVM_IRQ_EVENT_WORDS };
+
+/* An interrupt or timer row, "<vm>/<kind>", "<vm>/<late|early>" or
+ * "<vm>": as a sub-reason's row (struct sub_entry) */
+struct irq_entry {
+	struct virt_keyed k;		/* key: virt_name_key() */
+	uint32_t tgid;			/* the process last seen counting it (labels) */
+	int vmlen;			/* row.name's first vmlen bytes: its VM's name */
+	struct virt_sums sums;
+};
+
+/* kvm_irqs.c's part: its rows and a read of "irqs" */
+struct kvm_irqs {
+	bool on, timer;			/* interrupts, timer_lateness hooks loaded */
+	struct virt_table rows[KVM_IRQ_TABLES];	/* of struct irq_entry */
+	struct kvm_irq_key *keys;	/* a read of "irqs" (max entries) */
+	struct kvm_stats *vals;
+	uint32_t max;
+};
+
 /* kvm_debugfs.c's part: the rows of KVM's values (kvm_statfds.c fills
  * the vCPUs' too, through kvm_book_row) and the files found no statistic */
 struct kvm_debugfs {
@@ -246,6 +270,7 @@ struct kvm_state {
 	bool entry_plain;		/* latency without subreasons: plain entry */
 	bool poll_on;			/* halts carry KVM's poll time (not tracepoint) */
 	struct kvm_subs sub;		/* kvm_subs.c's */
+	struct kvm_irqs irq;		/* kvm_irqs.c's */
 	struct kvm_debugfs dfs;		/* kvm_debugfs.c's */
 	struct kvm_statfds vs;		/* kvm_statfds.c's */
 	struct virt_bulk bulk;		/* bulk-read buffers, sized for the largest map */
@@ -271,6 +296,15 @@ void kvm_subs_forget(struct kvm_state *st);
 int kvm_subs_read(struct kvm_state *st);
 void kvm_subs_set(struct kvm_state *st);
 bool kvm_sub_indom(enum virt_indom_id indom);
+
+/* kvm_irqs.c: interrupts and guest timers */
+void kvm_irqs_configure(struct virt_family *fam, struct kvm_bpf *skel, const char *method);
+int kvm_irqs_init(struct kvm_state *st, struct virt_family *fam);
+void kvm_irqs_free(struct kvm_state *st);
+void kvm_irqs_forget(struct kvm_state *st);
+int kvm_irqs_read(struct kvm_state *st);
+void kvm_irqs_set(struct kvm_state *st);
+bool kvm_irq_indom(enum virt_indom_id indom);
 
 /* kvm_debugfs.c: KVM's own books (debugfs), and the rows of KVM's values */
 struct book_entry *kvm_book_row(struct virt_table *t, pmInDom indom, pmInDom hindom,
