@@ -1266,13 +1266,15 @@ static __always_inline int on_lapic_expire(__s64 delta)
 {
 	struct kvm_vcpu_slot *s = thread_vcpu();
 	__u64 cycles = delta < 0 ? (__u64)-delta : (__u64)delta;
+	struct kvm_vcpu *vcpu;
 	__u32 khz;
 
 	if (!s || !s->tgid) {
 		VIRT_DROP(drops, KVM_DROP_IRQ);
 		return 0;
 	}
-	khz = BPF_CORE_READ((struct kvm_vcpu *)s->ident, arch.virtual_tsc_khz);
+	vcpu = (struct kvm_vcpu *)s->ident;	/* out of the CO-RE read: no relocation of the slot */
+	khz = BPF_CORE_READ(vcpu, arch.virtual_tsc_khz);
 	if (!khz)
 		return 0;
 	irq_time(s->tgid, delta < 0 ? KVM_TIMER_EARLY : KVM_TIMER_LATE, cycles * 1000000 / khz);
