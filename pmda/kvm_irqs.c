@@ -26,19 +26,19 @@ static const struct irq_table {
 /* Per record of "irqs": its table, its row's name after "<vm>" and, for
  * a count-only record, the word of the row's sums it counts in */
 static const struct irq_rec {
-	unsigned int table;
 	const char *suffix;
+	unsigned int table;
 	unsigned int word;
 } irq_recs[KVM_IRQ_RECS] = {
-	[KVM_IRQ_TIMER] = { KVM_IRQ_T_LATENCY, "/timer", 0 },
-	[KVM_IRQ_IPI] = { KVM_IRQ_T_LATENCY, "/ipi", 0 },
-	[KVM_IRQ_DEVICE] = { KVM_IRQ_T_LATENCY, "/device", 0 },
-	[KVM_IRQ_OTHER] = { KVM_IRQ_T_LATENCY, "/other", 0 },
-	[KVM_TIMER_LATE] = { KVM_IRQ_T_TIMER, "/late", 0 },
-	[KVM_TIMER_EARLY] = { KVM_IRQ_T_TIMER, "/early", 0 },
-	[KVM_IRQ_COALESCED] = { KVM_IRQ_T_EVENTS, "", KVM_IRQ_W_COALESCED },
-	[KVM_IRQ_POSTED] = { KVM_IRQ_T_EVENTS, "", KVM_IRQ_W_POSTED },
-	[KVM_IRQ_UNMATCHED] = { KVM_IRQ_T_EVENTS, "", KVM_IRQ_W_UNMATCHED },
+	[KVM_IRQ_TIMER] = { "/timer", KVM_IRQ_T_LATENCY, 0 },
+	[KVM_IRQ_IPI] = { "/ipi", KVM_IRQ_T_LATENCY, 0 },
+	[KVM_IRQ_DEVICE] = { "/device", KVM_IRQ_T_LATENCY, 0 },
+	[KVM_IRQ_OTHER] = { "/other", KVM_IRQ_T_LATENCY, 0 },
+	[KVM_TIMER_LATE] = { "/late", KVM_IRQ_T_TIMER, 0 },
+	[KVM_TIMER_EARLY] = { "/early", KVM_IRQ_T_TIMER, 0 },
+	[KVM_IRQ_COALESCED] = { "", KVM_IRQ_T_EVENTS, KVM_IRQ_W_COALESCED },
+	[KVM_IRQ_POSTED] = { "", KVM_IRQ_T_EVENTS, KVM_IRQ_W_POSTED },
+	[KVM_IRQ_UNMATCHED] = { "", KVM_IRQ_T_EVENTS, KVM_IRQ_W_UNMATCHED },
 };
 
 /* The functions the interrupt hooks attach to (fentry: a missing one, an

@@ -263,12 +263,13 @@ static unsigned long num(const char *s, char opt)
 static const char *default_bin(void)
 {
 	static char path[4096];
-	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 5);
+	char exe[4096 - 4];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 
 	if (n <= 0)
 		return "irqguest.bin";
-	path[n] = '\0';
-	strcat(path, ".bin");
+	exe[n] = '\0';
+	snprintf(path, sizeof(path), "%s.bin", exe);
 	return path;
 }
 
