@@ -22,6 +22,15 @@ int empty_tp_exit(void *ctx) { return 0; }
 SEC("tracepoint/kvm/kvm_entry")
 int empty_tp_entry(void *ctx) { return 0; }
 
+/* The floor of nested-paging faults by kind ([kvm] npf, bench/npf.sh,
+ * emptyload npf): the tp_btf pair and kvm_page_fault, empty. */
+SEC("tp_btf/kvm_exit")
+int BPF_PROG(empty_npf_exit) { return 0; }
+SEC("tp_btf/kvm_entry")
+int BPF_PROG(empty_npf_entry) { return 0; }
+SEC("tp_btf/kvm_page_fault")
+int BPF_PROG(empty_npf_page_fault) { return 0; }
+
 /* The floor of the kvm family's scheduler hooks (sched = true): the same
  * three tp_btf tracepoints, empty (bench/sched.sh, emptyload sched). */
 SEC("tp_btf/sched_switch")

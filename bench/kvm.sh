@@ -22,6 +22,10 @@ start_cfg()
 	virt_counts) start_agent kvm "latency = false" ;;
 	# what exits are about (issue 27): the cpuid exits' kvm_cpuid events
 	virt_subs) start_agent kvm "subreasons = true" ;;
+	# nested-paging faults by kind (issue 38): on cpuid exits, the cost of
+	# the entry program's compare on exits that are no fault (bench/npf.sh
+	# prices the faults)
+	virt_npf) start_agent kvm "npf = true" ;;
 	# another build's agent (BENCH_BEFORE = its top directory), to compare
 	# a change with what it replaces in one boot
 	before) b=$BENCH_BEFORE/build start_agent kvm ;;

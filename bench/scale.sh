@@ -10,9 +10,12 @@
 #    bench/fetchall.py, BENCH_FETCHES times; the agent's threads' run time
 #    from /proc/<pid>/task/*/schedstat, less its idle background measured
 #    just before), the client's wall per fetch, the idle background;
-#  - syscalls per fetch (strace -c -f on the agent over BENCH_SCALE_TRACED
-#    fetches, default 5): bpf() and all, and the files one fetch opens,
-#    grouped by path with digits as N (what grows per VM);
+#  - syscalls per fetch (strace -f on the agent over BENCH_SCALE_TRACED
+#    fetches, default 5; a fetch's own syscalls told from the background's
+#    by the agent's main loop, split_trace): bpf() and all, and the files
+#    one fetch opens, grouped by path with digits as N (what grows per VM);
+#  - values per sample of each opt-in pmlogconf group (virt/kvm-vcpu & co.,
+#    one fetch of its metrics): what turning it on adds per VM;
 #  - agent RSS; the test VM's MemAvailable (what one VM costs the host);
 #  - archive bytes per sample: pmlogger -t 10 of those groups for
 #    BENCH_SCALE_SAMPLES samples (default 7), the data volume over the
@@ -61,16 +64,24 @@ pminfo -f virt.control.module.status | sed -n 's/.*inst \[[0-9]* or "\([a-z]*\)"
 # strace slows the agent past pmcd's 5 s PMDA timeout, after which pmcd
 # drops it: 10 minutes
 pmstore pmcd.control.timeout 600 > /dev/null || exit 1
+# and the clients' wait for pmcd (default 10 s): a traced fetch at 200 VMs
+# takes longer
+export PMCD_REQUEST_TIMEOUT=600
 pmlogconf -q $work/all.config > $work/pmlogconf.out 2>&1 || { cat $work/pmlogconf.out; exit 1; }
 awk '/^#\+ / { split($2, g, ":"); on = (g[1] ~ /^virt\// && g[2] == "y" && g[3] == "default"); if (on) print g[1] > "/dev/stderr" }
 	/^#----/ { on = 0 } on && /^[ \t]+virt\./ { print $1 }' $work/all.config > $work/metrics 2> $work/groups
 { echo "log mandatory on default {"; sed 's/^/	/' $work/metrics; echo "}"; } > $work/logger.config
 echo "pmlogconf's groups of ours at the default interval: $(tr '\n' ' ' < $work/groups)($(wc -l < $work/metrics) metrics)"
 
+# the opt-in groups (probe "? available : exclude"): offered, not logged
+logconf=$PCP_VAR_DIR/config/pmlogconf/virt
+optin_groups=$(cd $logconf && grep -l '? available : exclude' -- * | tr '\n' ' ')
+: > $work/optin
 rss() { awk '/^VmRSS/ {print $2}' /proc/$agent/status; }
 avail() { awk '/^MemAvailable/ {print $2}' /proc/meminfo; }
 # the agent's run time, ns, over its threads
 runns() { cat /proc/$agent/task/*/schedstat 2>/dev/null | awk '{t += $1} END {printf "%d", t}'; }
+refreshes() { pminfo -f virt.control.refreshes 2>/dev/null | awk '/value/ {print $2}'; }
 nvms() { pminfo -f virt.kvm.vm.vcpus 2>/dev/null | grep -c 'inst \['; }
 
 # start_vms N: start VMs until N run (each 2 vCPUs, idle, halting) and the
@@ -104,21 +115,54 @@ trace_window()
 	echo $(( (t1 - t0) / 1000000 )) | awk '{print $1 / 1000}' > $out.s
 }
 
-# per_fetch IDLE BUSY calls|paths: "name count" per fetch, most first: the
-# syscalls by name, or the files opened by path with digits as N
+# split_trace OUT: each syscall of the agent's trace OUT.log as "fetch NAME" or
+# "bg NAME" (NAME: the syscall, or "open PATH" for an openat, digits as N).
+# The agent's main loop (pmda/core/pmdavirt.c main_loop) waits in select():
+# a select() that returns a request from pmcd starts a fetch's work, which
+# ends with its reply, a write() to fd 1 (pmcd's pipe); what the loop does
+# after that reply or after a select() that timed out (the percentile
+# snapshots' refreshes, the family polls) is background. Exact, unlike a
+# background rate measured apart and subtracted (strace slows the agent:
+# the 2026-11-28 table's flaw).
+split_trace()
+{
+	awk '
+		/^[0-9]+ +<\.\.\./ || / resumed>/ { next }
+		{ sub(/^[0-9]+ +/, ""); n = $0; sub(/\(.*/, "", n)
+		  what = n
+		  if (n == "openat" && match($0, /"[^"]*"/)) {
+			p = substr($0, RSTART + 1, RLENGTH - 2); d = ""
+			if (p !~ /^\// && match($0, /openat\([0-9]+<[^>]*>/)) { d = substr($0, RSTART, RLENGTH - 1); sub(/.*</, "", d); p = d "/" p }
+			gsub(/[0-9]+/, "N", p); what = "open " p
+		  }
+		}
+		n ~ /^(select|pselect6)$/ {
+			for (i = 1; i <= np; i++) print "bg " pend[i]
+			np = 0
+			state = ($0 ~ /= 0 \(Timeout\)/ || $0 ~ /= 0$/) ? "bg" : "fetch"
+			print state " " what
+			next
+		}
+		{ pend[++np] = what }
+		state == "fetch" && n == "write" && $0 ~ /^write\(1</ {
+			for (i = 1; i <= np; i++) print "fetch " pend[i]
+			np = 0
+		}
+		END { for (i = 1; i <= np; i++) print "bg " pend[i] }' "$1.log"
+}
+
+# per_fetch OUT calls|paths: "name count" per fetch of the trace's TRACED
+# fetches, most first: the syscalls by name, or the files opened by path
 per_fetch()
 {
-	local key
-	key='{ if ($0 ~ /^[0-9]+ +<\.\.\./) next; sub(/^[0-9]+ +/, ""); n = $0; sub(/\(.*/, "", n); print n }'
-	[ "$3" = paths ] && key='/openat\(/ && !/resumed>/ && match($0, /"[^"]*"/) {
-		p = substr($0, RSTART + 1, RLENGTH - 2); d = ""
-		if (p !~ /^\// && match($0, /openat\([0-9]+<[^>]*>/)) { d = substr($0, RSTART, RLENGTH - 1); sub(/.*</, "", d); p = d "/" p }
-		gsub(/[0-9]+/, "N", p); print p }'
-	{ awk "$key" "$1.log" | sed 's/^/i /'; awk "$key" "$2.log" | sed 's/^/b /'; } |
-		awk -v ti="$(cat "$1.s")" -v tb="$(cat "$2.s")" -v f=$TRACED '
-			{ c[$2, $1]++; k[$2] = 1 }
-			END { for (x in k) { v = (c[x, "b"] - c[x, "i"] * tb / ti) / f; if (v >= 0.05) printf "%s %.1f\n", x, v } }' |
-		sort -k2,2nr
+	split_trace "$1" | awk -v f=$TRACED -v kind="$2" '
+		$1 != "fetch" { next }
+		{ sub(/^fetch /, "") }
+		kind == "paths" && !/^open / { next }
+		kind == "paths" { sub(/^open /, "") }
+		kind == "calls" && /^open / { $0 = "openat" }
+		{ c[$0]++ }
+		END { for (x in c) { v = c[x] / f; if (v >= 0.05) printf "%s %.1f\n", x, v } }' | sort -k2,2nr
 }
 
 mem0=$(avail)
@@ -137,18 +181,30 @@ for n in $NS; do
 	read -r _ _ _ values _ wall < $work/fetch
 	cpu_ms=$(awk -v c=$((c1 - c0)) -v i=$idle_ns_s -v w=$((w1 - w0)) -v m=$M \
 		'BEGIN {printf "%.1f", (c - i * w / 1e9) / 1e6 / m}')
-	# syscalls: the agent strace'd over an idle window, then over TRACED
-	# fetches; per fetch = (fetch window's - idle rate x its length) / TRACED
-	# (the background refreshes taken out)
-	trace_window $work/idle.$n sleep 5
+	# syscalls: the agent strace'd over TRACED fetches, the fetches' own
+	# (split_trace) per fetch; the background's, and virt.control.refreshes
+	# over the window (fetches' and background's), for the record
+	r0=$(refreshes)
 	trace_window $work/busy.$n /usr/bin/python3 $top/bench/fetchall.py $TRACED $work/metrics
-	per_fetch $work/idle.$n $work/busy.$n calls > $work/calls.$n
-	per_fetch $work/idle.$n $work/busy.$n paths > $work/paths.$n
+	r1=$(refreshes)
+	# the trace's start, to check split_trace by eye (build/ is shared with the host)
+	head -400 $work/busy.$n.log > $b/scale-trace.$n.head 2>/dev/null
+	per_fetch $work/busy.$n calls > $work/calls.$n
+	per_fetch $work/busy.$n paths > $work/paths.$n
+	echo "N=$n: traced window $(cat $work/busy.$n.s) s: $(split_trace $work/busy.$n | awk '$1 == "fetch" && $2 ~ /select/ {f++} $1 == "bg" && $2 ~ /select/ {b++} $1 == "bg" {s++} END {printf "%d requests from pmcd, %d timer wake-ups, %d background syscalls", f, b, s}');" \
+		"virt.control.refreshes +$((r1 - r0)) (fetches' and background's)"
 	bpfc=$(awk '$1 == "bpf" {print $2}' $work/calls.$n)
 	allc=$(awk '{t += $2} END {printf "%.0f", t}' $work/calls.$n)
 	echo "N=$n: syscalls per fetch, most first: $(head -6 $work/calls.$n | tr '\n' ' ')"
 	echo "N=$n: files opened per fetch: $(awk '{t += $2} END {printf "%.0f", t}' $work/paths.$n); by path (digits as N): $(head -4 $work/paths.$n | tr '\n' ' ')"
 	echo "N=$n: by directory: $(awk '{d = $1; sub("/[^/]*$", "", d); c[d] += $2} END {for (d in c) printf "%s %.1f\n", d, c[d]}' $work/paths.$n | sort -k2,2nr | head -4 | tr '\n' ' ')"
+	# what each opt-in group would add: its metrics' values in one fetch
+	for g in $optin_groups; do
+		sed -n 's/^[[:space:]]*\(virt\.[a-z0-9_.]*\).*/\1/p' "$logconf/$g" > $work/optin.metrics
+		read -r _ _ _ gv _ < <(/usr/bin/python3 $top/bench/fetchall.py 1 $work/optin.metrics)
+		echo "$n $g ${gv:-0}" >> $work/optin
+	done
+	echo "N=$n: opt-in groups' values per sample: $(awk -v n=$n '$1 == n {printf "%s %s  ", $2, $3}' $work/optin)"
 	# archive bytes per sample: our metrics' bytes in the data volume
 	# (pmlogsize -d; pmlogger adds a preamble and an epilogue record of its
 	# own) over the samples, plus the per-record overhead
@@ -161,6 +217,7 @@ for n in $NS; do
 	echo "N=$n: $alive VMs alive ($(nvms) listed); archive $(sed -n 's/^  data: \(.*\)/data \1/p' $work/size.$n), meta $mbytes B;" \
 		"most bytes: $(grep '(virt\.' $work/size.$n | head -4 | sed 's/.*: \([0-9]*\) bytes.*(\(.*\))/\2 \1/' | tr '\n' ' ')"
 	echo "$n $values $cpu_ms $wall $(awk -v i=$idle_ns_s 'BEGIN {printf "%.1f", i / 1e6}') ${bpfc:-0} ${allc:-0} $(rss) $((mem0 - $(avail))) $persample $mbytes" >> $work/table
+	cp $work/table $work/optin $b/ 2>/dev/null	# build/ is the host's: the rows so far
 done
 
 perf_top()
@@ -203,6 +260,13 @@ awk 'function fit(k,   i, sx, sy, sxx, sxy, s) {
 		print "  archive B/sample      " fit(10)
 		split(fit(10), a, " "); printf "  archive per VM per day at 60 s: %.0f KB\n", a[1] * 1440 / 1000
 	}' $work/table
+echo "opt-in groups, values per sample (one fetch), slope per VM (least squares):"
+for g in $optin_groups; do
+	awk -v g=$g '$2 == g { n++; x[n] = $1; y[n] = $3 }
+		END { for (i = 1; i <= n; i++) { sx += x[i]; sy += y[i]; sxx += x[i] * x[i]; sxy += x[i] * y[i]; l = l " " x[i] ":" y[i] }
+			s = (n > 1 && n * sxx != sx * sx) ? (n * sxy - sx * sy) / (n * sxx - sx * sx) : 0
+			printf "  virt/%-16s %6.1f per VM (N:values%s)\n", g, s, l }' $work/optin
+done
 last=$(tail -1 $work/table)
 set -- $last
 [ -n "${9:-}" ] && [ "$1" -gt 0 ] && echo "one VM costs the test VM about $(( $9 / $1 )) KiB: with $(avail) KiB still available it holds about $(( $(avail) * $1 / $9 + $1 )) such VMs by memory"

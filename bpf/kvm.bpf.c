@@ -224,6 +224,15 @@ struct {
 	__type(value, struct kvm_sub_used);
 } sub_used SEC(".maps");
 
+/* nested-paging faults (npf, kvm.h): per process and kind; sized by the
+ * agent (1 entry when off), which deletes exited processes' entries */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1);
+	__type(key, __u64);
+	__type(value, struct kvm_stats);
+} npfs SEC(".maps");
 /* interrupts and guest timers (kvm.h): sized by the agent (1 entry each
  * when both are off) */
 struct {
@@ -983,9 +992,98 @@ static __always_inline void sub_time(const struct kvm_vcpu_slot *s, __u64 ns)
 		__sync_fetch_and_add(&st->time_ns, ns);
 }
 
-/* subs: a literal at each call, so that the entry program loaded without
- * subreasons has no trace of them */
-static __always_inline int on_entry(__u64 ident, bool subs, enum vcpu_id_src src, void *p)
+/* ------------------------------------------- nested-paging faults (npf) */
+
+#define VIRT_PFERR_RSVD		(1ull << 3)	/* arch/x86/include/asm/kvm_host.h */
+#define VIRT_VMX_EPT_MISCONFIG	49		/* its "exits" slot: VMX reasons are slots 0-127 */
+
+/* The counters a fault's kind is told by (kvm.h enum kvm_npf_kind), of
+ * the vCPU and of the calling thread, which runs it: plain loads of the
+ * BTF-typed vCPU and task (tp_btf), probe reads (raw_tp). mm/memory.c
+ * mm_account_fault() counts a host fault of get_user_pages() (regs NULL)
+ * in the thread's maj_flt/min_flt as well, and never a VM_FAULT_RETRY. */
+static __always_inline void npf_counters(__u64 *c, void *p, enum vcpu_id_src src)
+{
+	if (src == ID_BTF) {
+		struct kvm_vcpu *vcpu = p;
+		struct task_struct *t = bpf_get_current_task_btf();
+
+		c[KVM_NPF_MMIO] = vcpu->stat.pf_emulate;
+		c[KVM_NPF_MAJOR] = t->maj_flt;
+		c[KVM_NPF_MINOR] = t->min_flt;
+		c[KVM_NPF_ASYNC] = vcpu->arch.apf.id;
+		c[KVM_NPF_FAST] = vcpu->stat.pf_fast;
+		c[KVM_NPF_MAPPING] = vcpu->stat.pf_fixed;
+	} else {
+		struct kvm_vcpu *vcpu = p;
+		struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+
+		c[KVM_NPF_MMIO] = BPF_CORE_READ(vcpu, stat.pf_emulate);
+		c[KVM_NPF_MAJOR] = BPF_CORE_READ(t, maj_flt);
+		c[KVM_NPF_MINOR] = BPF_CORE_READ(t, min_flt);
+		c[KVM_NPF_ASYNC] = BPF_CORE_READ(vcpu, arch.apf.id);
+		c[KVM_NPF_FAST] = BPF_CORE_READ(vcpu, stat.pf_fast);
+		c[KVM_NPF_MAPPING] = BPF_CORE_READ(vcpu, stat.pf_fixed);
+	}
+}
+
+/* kvm_page_fault (svm npf_interception(), vmx handle_ept_violation()),
+ * on the vCPU's thread inside the exit: what the entry compares with. */
+static __always_inline int on_page_fault(void *vcpu, __u64 gpa, __u64 err, enum vcpu_id_src src)
+{
+	struct kvm_vcpu_slot *s;
+	__u32 idx;
+
+	s = find_vcpu((__u64)vcpu, &idx);
+	if (!s || !s->exit_ts)
+		return 0;
+	s->npf.of = s->exit_ts;
+	s->npf.gpa = gpa;
+	s->npf.rsvd = s->isa == KVM_ISA_SVM && (err & VIRT_PFERR_RSVD);
+	npf_counters(s->npf.c, vcpu, src);
+	return 0;
+}
+
+/* The kind of the exit's fault: mmio for an MMIO SPTE hit (AMD's reserved
+ * bit) or an exit without the tracepoint (Intel's EPT_MISCONFIG: an MMIO
+ * SPTE), else the first counter that moved since the fault (kvm.h). */
+static __always_inline __u32 npf_kind(const struct kvm_vcpu_slot *s, __u64 ts, void *p,
+				      enum vcpu_id_src src)
+{
+	__u64 now[KVM_NPF_COUNTERS];
+
+	if (s->npf.of != ts || s->npf.rsvd)
+		return KVM_NPF_MMIO;
+	npf_counters(now, p, src);
+	for (__u32 k = 0; k < KVM_NPF_COUNTERS; k++)
+		if (now[k] != s->npf.c[k])
+			return k;
+	return KVM_NPF_RETRY;
+}
+
+/* At the entry that ends exit ts (ns long), if it was a nested-paging
+ * fault: its time to its process's kind. */
+static __always_inline void npf_entry(const struct kvm_vcpu_slot *s, __u64 ts, __u64 exit,
+				      __u64 ns, void *p, enum vcpu_id_src src)
+{
+	struct kvm_stats *st;
+	__u64 key;
+
+	if (s->npf.of != ts && KVM_EXIT_SLOT(exit) != KVM_SLOT_VMX + VIRT_VMX_EPT_MISCONFIG)
+		return;
+	if (!s->tgid || src == ID_RECORD)
+		return;
+	key = KVM_NPF_KEY(s->tgid, npf_kind(s, ts, p, src));
+	st = VIRT_LOOKUP_OR_INIT(npfs, &key, &zero_stats, drops, KVM_DROP_NPF);
+	if (st)
+		account(st, ns, true);
+}
+
+/* subs, npf: literals at each call, so that the entry program loaded
+ * without subreasons or npf has no trace of them (a rodata switch would
+ * leave its own load in the program) */
+static __always_inline int on_entry(__u64 ident, bool subs, bool npf, enum vcpu_id_src src,
+				    void *p)
 {
 	struct kvm_vcpu_slot *s;
 	struct kvm_stats *st;
@@ -1012,6 +1110,8 @@ static __always_inline int on_entry(__u64 ident, bool subs, enum vcpu_id_src src
 	}
 	if (subs && s->sub_of == ts)
 		sub_time(s, ns);
+	if (npf)
+		npf_entry(s, ts, exit, ns, p, src);
 	s->vm.exits++;
 	exits_reconcile(s, src, p);
 	s->vm.exit_ns += ns;
@@ -1437,7 +1537,7 @@ int BPF_PROG(virt_kvm_tp_btf_entry, struct kvm_vcpu *vcpu)
 {
 	if (!vcpu)
 		return 0;
-	return on_entry((__u64)vcpu, false, ID_BTF, vcpu);
+	return on_entry((__u64)vcpu, false, false, ID_BTF, vcpu);
 }
 
 SEC("tp_btf/kvm_entry")
@@ -1445,7 +1545,33 @@ int BPF_PROG(virt_kvm_tp_btf_entry_subs, struct kvm_vcpu *vcpu)
 {
 	if (!vcpu)
 		return 0;
-	return on_entry((__u64)vcpu, true, ID_BTF, vcpu);
+	return on_entry((__u64)vcpu, true, false, ID_BTF, vcpu);
+}
+
+/* npf: the entry programs that classify nested-paging faults, and the
+ * fault's snapshot */
+SEC("tp_btf/kvm_entry")
+int BPF_PROG(virt_kvm_tp_btf_entry_npf, struct kvm_vcpu *vcpu)
+{
+	if (!vcpu)
+		return 0;
+	return on_entry((__u64)vcpu, false, true, ID_BTF, vcpu);
+}
+
+SEC("tp_btf/kvm_entry")
+int BPF_PROG(virt_kvm_tp_btf_entry_subs_npf, struct kvm_vcpu *vcpu)
+{
+	if (!vcpu)
+		return 0;
+	return on_entry((__u64)vcpu, true, true, ID_BTF, vcpu);
+}
+
+SEC("tp_btf/kvm_page_fault")
+int BPF_PROG(virt_kvm_tp_btf_page_fault, struct kvm_vcpu *vcpu, __u64 gpa, __u64 err)
+{
+	if (!vcpu)
+		return 0;
+	return on_page_fault(vcpu, gpa, err, ID_BTF);
 }
 
 /* What the exit is about (subreasons): the events KVM traces while it
@@ -1571,13 +1697,31 @@ int BPF_PROG(virt_kvm_raw_tp_exit, void *vcpu, __u32 isa)
 SEC("raw_tp/kvm_entry")
 int BPF_PROG(virt_kvm_raw_tp_entry, void *vcpu)
 {
-	return on_entry((__u64)vcpu, false, ID_PROBE, vcpu);
+	return on_entry((__u64)vcpu, false, false, ID_PROBE, vcpu);
 }
 
 SEC("raw_tp/kvm_entry")
 int BPF_PROG(virt_kvm_raw_tp_entry_subs, void *vcpu)
 {
-	return on_entry((__u64)vcpu, true, ID_PROBE, vcpu);
+	return on_entry((__u64)vcpu, true, false, ID_PROBE, vcpu);
+}
+
+SEC("raw_tp/kvm_entry")
+int BPF_PROG(virt_kvm_raw_tp_entry_npf, void *vcpu)
+{
+	return on_entry((__u64)vcpu, false, true, ID_PROBE, vcpu);
+}
+
+SEC("raw_tp/kvm_entry")
+int BPF_PROG(virt_kvm_raw_tp_entry_subs_npf, void *vcpu)
+{
+	return on_entry((__u64)vcpu, true, true, ID_PROBE, vcpu);
+}
+
+SEC("raw_tp/kvm_page_fault")
+int BPF_PROG(virt_kvm_raw_tp_page_fault, void *vcpu, __u64 gpa, __u64 err)
+{
+	return on_page_fault(vcpu, gpa, err, ID_PROBE);
 }
 
 SEC("raw_tp/kvm_pio")
@@ -1641,13 +1785,13 @@ int virt_kvm_tracepoint_exit(struct trace_event_raw_kvm_exit___virt *ctx)
 SEC("tracepoint/kvm/kvm_entry")
 int virt_kvm_tracepoint_entry(struct trace_event_raw_kvm_entry___virt *ctx)
 {
-	return on_entry(bpf_get_current_pid_tgid(), false, ID_RECORD, ctx);
+	return on_entry(bpf_get_current_pid_tgid(), false, false, ID_RECORD, ctx);
 }
 
 SEC("tracepoint/kvm/kvm_entry")
 int virt_kvm_tracepoint_entry_subs(struct trace_event_raw_kvm_entry___virt *ctx)
 {
-	return on_entry(bpf_get_current_pid_tgid(), true, ID_RECORD, ctx);
+	return on_entry(bpf_get_current_pid_tgid(), true, false, ID_RECORD, ctx);
 }
 
 SEC("tracepoint/kvm/kvm_pio")

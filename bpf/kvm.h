@@ -65,6 +65,36 @@ struct kvm_vm_stats {
 				 * two exits counted in "exits", not counted there */
 };
 
+/* Nested-paging faults by what the host had to do (npf): kvm.bpf.c
+ * snapshots at kvm_page_fault (an NPF / EPT-violation exit) the counters
+ * below and classifies the fault at the entry that ends the exit: its
+ * kind is the first counter that moved, in this order; mmio also when the
+ * fault's error code has the reserved bit (AMD: an MMIO SPTE hit) or the
+ * exit is an Intel EPT_MISCONFIG; retry when none moved. */
+enum kvm_npf_kind {
+	KVM_NPF_MMIO,		/* vcpu->stat.pf_emulate: the access was emulated */
+	KVM_NPF_MAJOR,		/* the thread's maj_flt: a host fault that waited (swap-in, file) */
+	KVM_NPF_MINOR,		/* the thread's min_flt: a host fault that did not wait */
+	KVM_NPF_ASYNC,		/* vcpu->arch.apf.id: the host fault went to a kworker */
+	KVM_NPF_FAST,		/* vcpu->stat.pf_fast: fixed without mmu_lock */
+	KVM_NPF_MAPPING,	/* vcpu->stat.pf_fixed: host page present, SPTE installed */
+	KVM_NPF_RETRY,		/* nothing moved: spurious, raced, retried */
+	KVM_NPF_KINDS
+};
+#define KVM_NPF_COUNTERS	KVM_NPF_RETRY
+
+/* "npfs" is keyed by process and kind */
+#define KVM_NPF_KEY(tgid, kind)	((__u64)(tgid) << 32 | (__u32)(kind))
+#define KVM_NPF_TGID(k)		((__u32)((k) >> 32))
+#define KVM_NPF_KIND(k)		((__u32)(k))
+
+struct kvm_npf_snap {
+	__u64 of;		/* exit_ts of the exit the fault is of (0: none) */
+	__u64 gpa;		/* the faulting guest-physical address */
+	__u64 rsvd;		/* AMD error code bit 3 (PFERR_RSVD_MASK) */
+	__u64 c[KVM_NPF_COUNTERS];	/* the counters at the fault */
+};
+
 /* One slot per vCPU in the "vcpus" array, at the first of KVM_PROBE
  * places from the hash of its identity: the struct kvm_vcpu * (tp_btf,
  * raw_tp) or its thread's pid_tgid (classic tracepoint). The BPF side
@@ -117,6 +147,7 @@ struct kvm_vcpu_slot {
 	__u64 sub_code;
 	__u64 kvm_exits_seen;	/* KVM's vcpu->stat.exits at the last exit counted, + 1
 				 * (0: none yet; classic tracepoint: never read) */
+	struct kvm_npf_snap npf;	/* the nested-paging fault of an exit (npf) */
 	struct kvm_vm_stats vm;	/* this vCPU's counts: per VM and per vCPU */
 };
 
@@ -179,6 +210,7 @@ enum kvm_drop {
 	KVM_DROP_VCPU_GONE,	/* a destroyed vCPU's per-vCPU counts (vcpus_gone full) */
 	KVM_DROP_WAITQ,		/* a wait not seen: KVM_WAITERS vCPUs waited on its CPU already */
 	KVM_DROP_SUB,		/* a sub-reason event not counted: subs or sub_used full */
+	KVM_DROP_NPF,		/* a nested-paging fault not counted: npfs full */
 	KVM_DROP_IRQ,		/* interrupts / timer_lateness: an interrupt or timer event not
 				 * counted (irqs full, pending table full, no vCPU thread) */
 	KVM_DROPS

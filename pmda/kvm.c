@@ -47,6 +47,10 @@ static const struct virt_option kvm_options[NOPTS] = {
 		"kvm_hist) from the vCPU statistics fds the VMM keeps (newer QEMUs; not QEMU "
 		"7.2), shared with pidfd_getfd(): the agent then keeps CAP_SYS_PTRACE and "
 		"CAP_DAC_READ_SEARCH; false = not read, both dropped" },
+	[OPT_NPF] = { "npf", VIRT_OPT_BOOL, 0, 0, "false",
+		"nested-paging faults per VM by what the host had to do (virt.kvm.vm.npf: mmio, "
+		"major, minor, async, fast, mapping, retry), methods tp_btf and raw_tp; false = "
+		"not traced, the entry program unchanged" },
 	[OPT_INTERRUPTS] = { "interrupts", VIRT_OPT_BOOL, 0, 0, "false",
 		"interrupt delivery latency per VM and kind, from the local APIC's accept (a "
 		"timer: its expiry) to the VM entry that injects it (virt.kvm.vm.irq; method "
@@ -144,6 +148,7 @@ static int kvm_configure(struct virt_family *fam, struct virt_skel *obj, const c
 	bpf_map__set_max_entries(skel->maps.vms_gone, (__u32)fam->opts[OPT_MAX_VMS].u);
 	bpf_map__set_max_entries(skel->maps.vcpus_gone, (__u32)fam->opts[OPT_MAX_VCPUS].u);
 	kvm_subs_configure(fam, skel);
+	kvm_npf_configure(fam, skel, method);
 	kvm_irqs_configure(fam, skel, method);
 	skel->rodata->vmcb_cache = strcmp(method, "tp_btf") == 0 && virt_kmod_present("kvm_amd") &&
 				   virt_ksym_exists("svm_switch_vmcb");
@@ -159,7 +164,8 @@ static int kvm_configure(struct virt_family *fam, struct virt_skel *obj, const c
 static const struct virt_prog_switch kvm_switches[] = {
 	ON("sched_*", sched_on), ON("switch_vmcb", vmcb_cache),
 	ON("pio", sub.on), ON("msr", sub.on), ON("cpuid", sub.on), ON("mmio", sub.on),
-	ON("fast_mmio", fast_mmio_on), ON("entry", entry_plain), ON("entry_subs", sub.timed),
+	ON("fast_mmio", fast_mmio_on), ON("entry", entry_plain), ON("entry_subs", entry_subs),
+	ON("entry_npf", npf.entry), ON("entry_subs_npf", npf.entry_subs), ON("page_fault", npf.on),
 	ON("irq_*", irq.on), ON("timer_lateness", irq.timer),
 };
 #undef ON
@@ -193,11 +199,12 @@ static int kvm_alloc_buffers(struct kvm_state *st, struct virt_family *fam)
 		max = fam->opts[OPT_MAX_HCALLS].u;
 	if (kvm_vms_init(st, fam) < 0)
 		return -1;
-	if (kvm_subs_init(st, fam) == 0 && kvm_irqs_init(st, fam) == 0 &&
+	if (kvm_subs_init(st, fam) == 0 && kvm_npf_init(st, fam) == 0 && kvm_irqs_init(st, fam) == 0 &&
 	    virt_bulk_alloc(&st->bulk, max, sizeof(uint64_t), sizeof(struct kvm_stats)) == 0)
 		return 0;
 	kvm_vms_free(st);
 	kvm_subs_free(st);
+	kvm_npf_free(st);
 	kvm_irqs_free(st);
 	return -1;
 }
@@ -239,6 +246,7 @@ static void kvm_detach(struct virt_family *fam)
 	kvm_vcpus_forget(st, (uint32_t)fam->opts[OPT_MAX_VMS].u);
 	kvm_subs_forget(st);
 	kvm_irqs_forget(st);
+	kvm_npf_forget(st);
 	kvm_statfds_close_all(st);
 	unmap_arrays(st);
 	st->skel = NULL;
@@ -396,9 +404,11 @@ static int kvm_refresh(struct virt_family *fam)
 			 VIRT_I_KVM_HCALL_HIST, name_decimal);
 	err |= read_array(st, skel->maps.uexits, st->uexit, KVM_UEXIT_REASONS);
 	err |= kvm_subs_read(st);
+	err |= kvm_npf_read(st);
 	err |= kvm_irqs_read(st);
 	kvm_vms_read(st, fam);
 	kvm_subs_set(st);
+	kvm_npf_set(st);
 	kvm_irqs_set(st);
 	kvm_debugfs_refresh(st);
 	kvm_statfds_refresh(st);
@@ -491,6 +501,11 @@ static const struct virt_answer kvm_answers[VIRT_NMETRICS] = {
 	[VIRT_M_KVM_UEXIT_REASON] = VIRT_ANSWER_NAME(KVM_UEXIT),
 	[VIRT_M_KVM_VM_NAME] = VIRT_ANSWER_NAME(KVM_VM),
 	[VIRT_M_KVM_VM_BUCKET_PREFIX] = VIRT_ANSWER_BUCKET_PREFIX(KVM_VM),
+	[VIRT_M_KVM_NPF_COUNT] = VIRT_ANSWER_WORD(KVM_NPF, struct npf_entry, k.row, k.row.v[W_COUNT]),
+	[VIRT_M_KVM_NPF_TIME] = VIRT_ANSWER_WORD(KVM_NPF, struct npf_entry, k.row, k.row.v[W_TIME]),
+	[VIRT_M_KVM_NPF_LATENCY] = VIRT_ANSWER_BUCKET(KVM_NPF_HIST),
+	VIRT_ANSWER_PERCENTILES(VIRT_M_KVM_NPF_LAT, KVM_NPF, struct npf_entry, k.row, k.row),
+	VM_WHEN(NPF_MAJOR_TIME, npf_major_ns, npf_on),
 };
 
 /* The VM of a "<vm>/<class>" row, and its class. */
@@ -520,7 +535,7 @@ static int book_labels(pmLabelSet **lp, const struct book_entry *b)
 
 /* A VM's labels: its identity's (vm_name, vm_uuid, vmm, vmm_pid); a
  * vCPU's: its VM's and vcpu; a "<vm>/<class>" row's: its VM's and class;
- * a sub-reason's: its VM's; a KVM value's: its VM's, stat and (a vCPU's)
+ * a sub-reason's and a fault kind's: its VM's; a KVM value's: its VM's, stat and (a vCPU's)
  * vcpu. */
 static int kvm_labels(struct virt_family *fam, enum virt_indom_id indom, unsigned int inst,
 		      pmLabelSet **lp)
@@ -534,12 +549,14 @@ static int kvm_labels(struct virt_family *fam, enum virt_indom_id indom, unsigne
 
 	if (!fam->priv || (indom != VIRT_I_KVM_VM && indom != VIRT_I_KVM_VCPU &&
 			   indom != VIRT_I_KVM_VM_WAIT_BY && indom != VIRT_I_KVM_VM_STAT &&
-			   indom != VIRT_I_KVM_VCPU_STAT && !kvm_sub_indom(indom) &&
-			   !kvm_irq_indom(indom)) ||
+			   indom != VIRT_I_KVM_VCPU_STAT && indom != VIRT_I_KVM_NPF &&
+			   !kvm_sub_indom(indom) && !kvm_irq_indom(indom)) ||
 	    !(row = virt_row_of(virt_indom(indom), inst)))
 		return 0;
 	if (kvm_sub_indom(indom))
 		vm = kvm_vm_of(fam->priv, VIRT_ENTRY_OF(row, struct sub_entry)->tgid);
+	else if (indom == VIRT_I_KVM_NPF)
+		vm = kvm_vm_of(fam->priv, VIRT_ENTRY_OF(row, struct npf_entry)->tgid);
 	else if (kvm_irq_indom(indom))
 		vm = kvm_vm_of(fam->priv, VIRT_ENTRY_OF(row, struct irq_entry)->tgid);
 	else if (indom == VIRT_I_KVM_VM_STAT || indom == VIRT_I_KVM_VCPU_STAT)

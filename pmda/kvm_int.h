@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 enum kvm_opt { OPT_LATENCY, OPT_MAX_VCPUS, OPT_MAX_VMS, OPT_MAX_HCALLS, OPT_SCHED, OPT_SUBREASONS,
-	       OPT_SUB_TOP, OPT_VCPU_STATS, OPT_INTERRUPTS, OPT_TIMER_LATENESS, NOPTS };
+	       OPT_SUB_TOP, OPT_VCPU_STATS, OPT_NPF, OPT_INTERRUPTS, OPT_TIMER_LATENESS, NOPTS };
 
 /* Row words of reason rows: count and time. A VM's and a vCPU's sums are
  * struct kvm_vm_stats as words, then the agent's own (W_RUN_DELAY): every
@@ -80,6 +80,9 @@ struct vm_entry {
 	struct vcpu_stats_fd *vsfd;
 	unsigned int nvsfd;
 	int vs_err;			/* acquiring them failed: not tried again */
+	/* kvm_npf.c's: its "<vm>/major" row's time, while npf is on */
+	uint64_t npf_major_ns;
+	bool npf_on;
 };
 
 /* A vCPU's statistics fd, a duplicate of the VMM's fd vmm_fd
@@ -178,6 +181,28 @@ struct kvm_subs {
 	uint64_t gen;			/* reads of "subs" */
 };
 
+/* A nested-paging fault kind's row of a VM (st->npf.rows), "<vm>/<kind>":
+ * its sums (count word, time, histogram: struct kvm_stats) of what its
+ * VM's exited processes counted (base) and its live processes' entries of
+ * "npfs" at this refresh (sums.live). */
+struct npf_entry {
+	struct virt_keyed k;		/* key: virt_name_key() */
+	uint32_t tgid;			/* the process last seen counting it (labels) */
+	int vmlen;			/* row.name's first vmlen bytes: its VM's name */
+	uint32_t kind;			/* enum kvm_npf_kind */
+	struct virt_sums sums;
+};
+
+/* kvm_npf.c's part: nested-paging faults by kind (npf) */
+struct kvm_npf {
+	bool on;			/* asked for, and the method can */
+	bool entry, entry_subs;		/* which entry program classifies them */
+	struct virt_table rows;		/* of struct npf_entry */
+	uint64_t *keys;			/* a read of "npfs" (max entries) */
+	struct kvm_stats *vals;
+	uint32_t max;
+};
+
 /* kvm_irqs.c's tables of rows: interrupt latency by kind, timer
  * lateness (late, early), the VM's interrupts not timed (its sums' words
  * KVM_IRQ_W_*) */
@@ -267,9 +292,11 @@ struct kvm_state {
 	bool sched_on;			/* scheduler hooks loaded (tp_btf, sched) */
 	bool vmcb_cache;		/* svm_switch_vmcb's hook loaded */
 	bool fast_mmio_on;		/* subreasons' kvm_fast_mmio hook loaded */
-	bool entry_plain;		/* latency without subreasons: plain entry */
+	bool entry_plain;		/* latency without subreasons or npf: plain entry */
+	bool entry_subs;		/* subreasons' entry program without npf */
 	bool poll_on;			/* halts carry KVM's poll time (not tracepoint) */
 	struct kvm_subs sub;		/* kvm_subs.c's */
+	struct kvm_npf npf;		/* kvm_npf.c's */
 	struct kvm_irqs irq;		/* kvm_irqs.c's */
 	struct kvm_debugfs dfs;		/* kvm_debugfs.c's */
 	struct kvm_statfds vs;		/* kvm_statfds.c's */
@@ -297,6 +324,13 @@ int kvm_subs_read(struct kvm_state *st);
 void kvm_subs_set(struct kvm_state *st);
 bool kvm_sub_indom(enum virt_indom_id indom);
 
+/* kvm_npf.c: nested-paging faults by kind */
+void kvm_npf_configure(struct virt_family *fam, struct kvm_bpf *skel, const char *method);
+int kvm_npf_init(struct kvm_state *st, struct virt_family *fam);
+void kvm_npf_free(struct kvm_state *st);
+void kvm_npf_forget(struct kvm_state *st);
+int kvm_npf_read(struct kvm_state *st);
+void kvm_npf_set(struct kvm_state *st);
 /* kvm_irqs.c: interrupts and guest timers */
 void kvm_irqs_configure(struct virt_family *fam, struct kvm_bpf *skel, const char *method);
 int kvm_irqs_init(struct kvm_state *st, struct virt_family *fam);

@@ -7,7 +7,7 @@
  *
  * Usage:  kvmguest [-o N] [-i N] [-c N] [-l LEAF] [-R N] [-W N] [-m MSR] [-x VALUE]
  *                  [-M N] [-G N] [-F N] [-h N] [-n NR | -N] [-d USEC] [-v N] [-r R]
- *                  [-p PORT] [-V amd|intel] [-q] [-P SECS] [-I MS] [-w SECS] [-S] [-H ARGS]
+ *                  [-p PORT] [-V amd|intel] [-q] [-P SECS] [-I MS] [-w SECS] [-S] [-k N] [-H ARGS]
  *                  [-- ARGS]
  *   -o N      N `out PORT, al` instructions per vCPU (default 0)
  *   -i N      N `in al, PORT` instructions per vCPU, after the outs
@@ -57,6 +57,27 @@
  *   -S        keep each vCPU's KVM statistics fd (KVM_GET_STATS_FD) open
  *             while the vCPU lives, as newer QEMUs do
  *             (kvm_init_vcpu()), for pmdavirt's per-vCPU statistics
+ *   -k N      nested-paging faults of known kinds (needs -v 1 -r 1): a second
+ *             memslot of N pages (N <= 128) at GPA 0x40000, private
+ *             anonymous, MADV_NOHUGEPAGE; before the hlt the guest (IF=0,
+ *             so KVM never takes an async page fault) writes one byte to
+ *             each page per pass, then `out 0xf1, al`. Four passes, and
+ *             between them this VMM, on the vCPU's thread:
+ *               1 first touch                   -> host minor faults
+ *               2 after MADV_PAGEOUT (swap)     -> host major faults
+ *               3 after the memslot is deleted and added again (its and
+ *                 every SPTE zapped, pages present) -> mapping faults
+ *               4 after dirty logging is turned on (SPTEs write-
+ *                 protected)                    -> fast faults (AMD; Intel
+ *                 with PML takes none)
+ *             Per pass it prints "pass P minflt A majflt B pf_fixed F
+ *             pf_fast G pf_emulate E ns T": the vCPU thread's own host
+ *             faults during the KVM_RUN of the pass (getrusage
+ *             RUSAGE_THREAD: the task's min_flt/maj_flt, what
+ *             /proc/<pid>/task/<tid>/stat shows), KVM's debugfs counters
+ *             of the VM over the pass ("-" without debugfs) and its time;
+ *             after the page-out "swapped K", the pages /proc/self/pagemap
+ *             shows in swap (bit 62) before pass 2
  *   -H ARGS   before the VM, start vhostdrv (qa/src/vhostdrv.c) with the
  *             space-separated ARGS on a thread of this process, printing
  *             "vhostdrv <tid>" first: its vhost device's worker is then this
@@ -173,6 +194,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -183,6 +205,12 @@
 #define TSS_ADDR	0xfffbd000UL	/* Intel without unrestricted guest */
 #define MMIO_GPA	0x20000UL	/* no memslot: MMIO to the VMM */
 #define FAST_GPA	0x30000UL	/* no memslot: the -F ioeventfd */
+#define DATA_GPA	0x40000UL	/* -k: the data memslot */
+#define DATA_SLOT	1
+#define DATA_PAGES_MAX	128
+#define PASS_PORT	0xf1		/* -k: the end of a pass */
+#define PASSES		4
+#define PAGE		4096UL
 
 static unsigned long n_out, n_in, n_cpuid, n_hc, hc_nr = 42, delay_us;
 static unsigned long leaf, n_rdmsr, n_wrmsr, msr = 0x10, n_mmio_wr, n_mmio_rd, n_fast;
@@ -193,6 +221,7 @@ static int quiet, intel;
 static unsigned long linger, pause_s, idle_ms;
 static int keep_stats;			/* -S */
 static char *vhost_args;		/* -H */
+static unsigned long n_pages;		/* -k */
 
 static int kvm_fd = -1;
 static size_t run_size;
@@ -347,6 +376,27 @@ static void mmio_rd_body(struct code *c)
 	b(c, 3, 0xa0, 0x00, 0x00);		/* mov al, [0] */
 }
 
+/* -k: PASSES times, a write to each data page (segment DATA_GPA >> 4,
+ * + 0x100 per page), then out PASS_PORT; esi counts the passes */
+static void fault_passes(struct code *c)
+{
+	size_t pass, page;
+
+	b(c, 2, 0x66, 0xbe); imm32(c, PASSES);	/* mov esi, PASSES */
+	pass = c->n;
+	b(c, 3, 0xbb, 0x00, DATA_GPA >> 12);	/* mov bx, DATA_GPA >> 4 */
+	b(c, 2, 0x66, 0xbf); imm32(c, (uint32_t)n_pages);	/* mov edi, N */
+	page = c->n;
+	b(c, 2, 0x8e, 0xdb);			/* mov ds, bx */
+	b(c, 3, 0xa2, 0x00, 0x00);		/* mov [0], al */
+	b(c, 4, 0x81, 0xc3, 0x00, 0x01);	/* add bx, 0x100 */
+	b(c, 2, 0x66, 0x4f);			/* dec edi */
+	b(c, 2, 0x75, 0); rel8(c, c->n - 1, page);	/* jnz page */
+	b(c, 2, 0xe6, PASS_PORT);		/* out PASS_PORT, al */
+	b(c, 2, 0x66, 0x4e);			/* dec esi */
+	b(c, 2, 0x75, 0); rel8(c, c->n - 1, pass);	/* jnz pass */
+}
+
 static void assemble(uint8_t *mem)
 {
 	struct code c = { mem + CODE_GPA, 0 };
@@ -368,6 +418,8 @@ static void assemble(uint8_t *mem)
 		b(&c, 2, 0x8e, 0xd8);		/* mov ds, ax */
 	}
 	loop(&c, (uint32_t)n_fast, mmio_wr_body);
+	if (n_pages)
+		fault_passes(&c);
 	hlt_off = c.n;
 	b(&c, 1, 0xf4);				/* hlt */
 	b(&c, 2, 0xeb, 0xfd);			/* jmp hlt */
@@ -465,13 +517,176 @@ static void start_vhostdrv(void)
 	pthread_detach(th);
 }
 
+/* ---- -k: nested-paging faults of known kinds ---- */
+
+/* KVM's debugfs counters of the VM read per pass (the VM's directory is
+ * "<pid>-<vm fd>"), in the order printed */
+static const char *const kvm_books[] = { "pf_fixed", "pf_fast", "pf_emulate" };
+#define NBOOKS (sizeof(kvm_books) / sizeof(kvm_books[0]))
+
+struct fault_mark {
+	long minflt, majflt;
+	long long book[NBOOKS];		/* -1: not readable */
+	uint64_t ns;
+};
+
+static struct {
+	int vm;
+	uint8_t *data;
+	unsigned pass;			/* passes done */
+	struct fault_mark at_run;	/* before the last KVM_RUN */
+} flt = { .vm = -1 };
+
+static long long kvm_book(const char *name)
+{
+	char path[128], buf[32];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/kvm/%d-%d/%s", (int)getpid(), flt.vm, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	return strtoll(buf, NULL, 10);
+}
+
+/* Around a KVM_RUN: KVM's counters outside the thread's fault window */
+static void fault_mark(struct fault_mark *m, int before_run)
+{
+	struct rusage ru;
+	unsigned i;
+
+	if (before_run)
+		for (i = 0; i < NBOOKS; i++)
+			m->book[i] = kvm_book(kvm_books[i]);
+	if (getrusage(RUSAGE_THREAD, &ru) < 0)
+		die("getrusage");
+	m->minflt = ru.ru_minflt;
+	m->majflt = ru.ru_majflt;
+	m->ns = now_ns();
+	if (!before_run)
+		for (i = 0; i < NBOOKS; i++)
+			m->book[i] = kvm_book(kvm_books[i]);
+}
+
+static void data_slot(uint32_t flags, uint64_t size)
+{
+	struct kvm_userspace_memory_region region = {
+		.slot = DATA_SLOT, .flags = flags, .guest_phys_addr = DATA_GPA,
+		.memory_size = size, .userspace_addr = (uintptr_t)flt.data,
+	};
+
+	if (ioctl(flt.vm, KVM_SET_USER_MEMORY_REGION, &region) < 0)
+		die("KVM_SET_USER_MEMORY_REGION data slot flags %#x size %#llx", flags,
+		    (unsigned long long)size);
+}
+
+/* Pages of the data slot that /proc/self/pagemap shows in swap (bit 62) */
+static unsigned long pages_swapped(void)
+{
+	uint64_t e[DATA_PAGES_MAX];
+	unsigned long i, n = 0;
+	off_t off = (off_t)((uintptr_t)flt.data / PAGE * sizeof(uint64_t));
+	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		die("/proc/self/pagemap");
+	if (pread(fd, e, n_pages * sizeof(e[0]), off) != (ssize_t)(n_pages * sizeof(e[0])))
+		die("read pagemap");
+	close(fd);
+	for (i = 0; i < n_pages; i++)
+		n += (e[i] >> 62) & 1;
+	return n;
+}
+
+/* MADV_PAGEOUT until the data slot is in swap (3 tries): reclaim keeps a
+ * page a PTE or a secondary MMU saw accessed (mm/vmscan.c
+ * folio_check_references(); folio_referenced() asks KVM through the MMU
+ * notifier, which clears its SPTE's accessed bit), so the first try keeps
+ * the pages the guest touched and the next, the guest stopped, takes them */
+static void page_out(void)
+{
+	for (int i = 0; i < 3 && pages_swapped() < n_pages; i++)
+		if (madvise(flt.data, n_pages * PAGE, MADV_PAGEOUT) < 0)
+			die("madvise MADV_PAGEOUT");
+}
+
+static void fault_setup(int vm)
+{
+	flt.vm = vm;
+	flt.data = mmap(NULL, n_pages * PAGE, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (flt.data == MAP_FAILED)
+		die("mmap data slot");
+	if (madvise(flt.data, n_pages * PAGE, MADV_NOHUGEPAGE) < 0)
+		die("madvise MADV_NOHUGEPAGE");
+	data_slot(0, n_pages * PAGE);
+}
+
+/* What the next pass finds (the list in -k's usage) */
+static void fault_prepare(unsigned next)
+{
+	if (next == 2) {
+		page_out();
+		printf("swapped %lu\n", pages_swapped());
+	} else if (next == 3) {
+		data_slot(0, 0);
+		data_slot(0, n_pages * PAGE);
+	} else if (next == 4) {
+		data_slot(KVM_MEM_LOG_DIRTY_PAGES, n_pages * PAGE);
+	}
+}
+
+static void print_book(const char *name, long long from, long long to)
+{
+	if (from < 0 || to < 0)
+		printf(" %s -", name);
+	else
+		printf(" %s %lld", name, to - from);
+}
+
+/* The guest's out PASS_PORT: pass flt.pass + 1 ended */
+static void fault_pass(void)
+{
+	struct fault_mark m;
+	unsigned i;
+
+	fault_mark(&m, 0);
+	flt.pass++;
+	printf("pass %u minflt %ld majflt %ld", flt.pass, m.minflt - flt.at_run.minflt,
+	       m.majflt - flt.at_run.majflt);
+	for (i = 0; i < NBOOKS; i++)
+		print_book(kvm_books[i], flt.at_run.book[i], m.book[i]);
+	printf(" ns %" PRIu64 "\n", m.ns - flt.at_run.ns);
+	fault_prepare(flt.pass + 1);
+	fflush(stdout);
+}
+
+static void fault_teardown(void)
+{
+	if (!n_pages)
+		return;
+	if (flt.pass != PASSES)
+		fprintf(stderr, "kvmguest: %u fault passes, not %d\n", flt.pass, PASSES);
+	munmap(flt.data, n_pages * PAGE);
+}
+
 static void *vcpu_run(void *arg)
 {
 	struct vcpu *v = arg;
 	struct kvm_run *r = v->run;
 	struct kvm_regs regs;
 
+	if (n_pages)	/* kvm_run's first touch here: not in pass 1's faults */
+		(void)*(volatile uint32_t *)&r->exit_reason;
 	for (;;) {
+		if (n_pages)
+			fault_mark(&flt.at_run, 1);
 		if (ioctl(v->fd, KVM_RUN, 0) < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
@@ -480,6 +695,11 @@ static void *vcpu_run(void *arg)
 		v->runs++;
 		switch (r->exit_reason) {
 		case KVM_EXIT_IO:
+			if (n_pages && r->io.port == PASS_PORT &&
+			    r->io.direction == KVM_EXIT_IO_OUT) {
+				fault_pass();
+				break;
+			}
 			/* the outs come first, then the ins */
 			if (r->io.direction != (v->io < n_out ? KVM_EXIT_IO_OUT : KVM_EXIT_IO_IN) ||
 			    r->io.port != port || r->io.size != 1 ||
@@ -621,6 +841,8 @@ static void one_vm(struct totals *t)
 	if (ioctl(vm, KVM_SET_USER_MEMORY_REGION, &region) < 0)
 		die("KVM_SET_USER_MEMORY_REGION");
 	efd = fast_setup(vm);
+	if (n_pages)
+		fault_setup(vm);
 
 	vc = calloc(n_vcpus, sizeof(*vc));
 	if (!vc)
@@ -668,6 +890,9 @@ static void one_vm(struct totals *t)
 		t->bad = 1;
 	}
 	free(vc);
+	if (n_pages && flt.pass != PASSES)
+		t->bad = 1;
+	fault_teardown();
 	close(vm);
 	munmap(mem, GUEST_MEM);
 }
@@ -692,7 +917,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: kvmguest [-o N] [-i N] [-c N] [-l LEAF] [-R N] [-W N] [-m MSR] [-x VALUE] "
 		"[-M N] [-G N] [-F N] [-h N] [-n NR | -N] [-d USEC] [-v N] [-r R] [-p PORT] [-V amd|intel] "
-		"[-q] [-P SECS] [-I MS] [-w SECS] [-S] [-H ARGS] [-- ARGS]\n");
+		"[-q] [-P SECS] [-I MS] [-w SECS] [-S] [-k N] [-H ARGS] [-- ARGS]\n");
 	exit(1);
 }
 
@@ -705,7 +930,7 @@ int main(int argc, char **argv)
 	uint64_t t0, t1;
 	int opt, mmap_size;
 
-	while ((opt = getopt(argc, argv, "o:i:c:l:R:W:m:x:M:G:F:h:n:Nd:v:r:p:V:qP:I:w:SH:")) != -1) {
+	while ((opt = getopt(argc, argv, "o:i:c:l:R:W:m:x:M:G:F:h:n:Nd:v:r:p:V:qP:I:w:Sk:H:")) != -1) {
 		switch (opt) {
 		case 'o': n_out = num(optarg, 'o', 0x7fffffff); break;
 		case 'i': n_in = num(optarg, 'i', 0x7fffffff); break;
@@ -729,6 +954,7 @@ int main(int argc, char **argv)
 		case 'q': quiet = 1; break;
 		case 'S': keep_stats = 1; break;
 		case 'H': vhost_args = optarg; break;
+		case 'k': n_pages = num(optarg, 'k', DATA_PAGES_MAX); break;
 		case 'P':
 			pause_s = num(optarg, 'P', 3600);
 			signal(SIGUSR1, on_usr1);	/* ends a pause: sleep() returns */
@@ -742,6 +968,11 @@ int main(int argc, char **argv)
 	 * VMM's command line (exec -a qemu-system-x86_64 ... -- -name guest=web01) */
 	if ((optind != argc && strcmp(argv[optind - 1], "--") != 0) || n_vcpus < 1)
 		usage();
+	if (n_pages && (n_vcpus != 1 || repeats != 1 || port == PASS_PORT || idle_ms)) {
+		fprintf(stderr, "kvmguest: -k needs -v 1 -r 1, no -I, and a -p other than %#x\n",
+			PASS_PORT);
+		exit(1);
+	}
 
 	host_vendor(vendor);
 	if (force) {
