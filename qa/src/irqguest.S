@@ -9,7 +9,8 @@
  *   MODE_IPI (vCPUs 0 and 1): ping-pong, one IPI in flight: vCPU 0 sends
  *     vector 0x41 to APIC id 1 (ICR), vCPU 1's handler answers with vector
  *     0x42 to APIC id 0, N times each way; each handler adds rdtsc - the
- *     sender's rdtsc before its ICR write to LAT_SUM (the TSC is the VM's)
+ *     sender's rdtsc before its ICR write to LAT_SUM (the TSC is the VM's);
+ *     vCPU 0 starts once vCPU 1's APIC is on (READY1)
  *   MODE_DEVICE (vCPU 0): sti; hlt until the handler of vector 0x43 (the
  *     VMM's MSI through an irqfd) ran N times
  * Each handler counts in IRQS and EOIs. A vCPU done writes to DONE_PORT
@@ -27,6 +28,7 @@
 #define LATE_SUM	(PARAMS + 0x28)
 #define SENT		(PARAMS + 0x30)
 #define LAT_SUM		(PARAMS + 0x38)
+#define READY1		(PARAMS + 0x40)		/* vCPU 1's APIC is on */
 #define MODE_TIMER	0
 #define MODE_IPI	1
 #define MODE_DEVICE	2
@@ -83,7 +85,11 @@ start:
 	IVT	V_PONG, pong_isr
 	IVT	V_DEVICE, device_isr
 	WRMSR32	MSR_X2_SVR, $0x1ff, $0		/* APIC on, spurious vector 0xff */
-	movl	$1, READY			/* (an APIC off drops what it is sent) */
+	movl	$READY, %ebx			/* (an APIC off drops what it is sent) */
+	testl	%esi, %esi
+	jz	1f
+	movl	$READY1, %ebx
+1:	movl	$1, (%ebx)
 	movl	N, %edi
 	cmpl	$MODE_TIMER, MODE
 	je	timer
@@ -113,7 +119,11 @@ next_timer:
 ipi:
 	testl	%esi, %esi
 	jnz	pong
-ping:	/* vCPU 0 */
+	/* vCPU 0: no ping before vCPU 1's APIC is on (it would be dropped) */
+1:	pause
+	cmpl	$0, READY1
+	je	1b
+ping:
 	rdtsc
 	movl	%eax, SENT
 	movl	%edx, SENT + 4

@@ -64,6 +64,7 @@ struct params {
 	uint32_t delta, pad0;
 	uint32_t irqs, fired, fired1, ready;
 	uint64_t deadline, late_sum, sent, lat_sum;
+	uint32_t ready1;
 };
 
 struct vcpu {
