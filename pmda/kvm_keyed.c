@@ -212,17 +212,38 @@ int kvm_keyed_read(struct kvm_state *st)
 	return err;
 }
 
-struct vm_entry *kvm_keyed_vm(struct kvm_state *st, const struct kvm_keyed_row *e)
+/* Is vm the VM of row e (the first vmlen bytes of its name)? */
+static bool vm_is(const struct vm_entry *vm, const struct kvm_keyed_row *e)
 {
-	char vm[VIRT_NAME_MAX];
-
-	snprintf(vm, sizeof(vm), "%.*s", e->vmlen, e->k.row.name);
-	return virt_table_find_name(&st->vms, vm);
+	return strncmp(vm->k.row.name, e->k.row.name, (size_t)e->vmlen) == 0 &&
+	       vm->k.row.name[e->vmlen] == '\0';
 }
 
-/* A kept row's words from its sums; shown while a live process counts it
- * (once it counted), else retired. */
-static void keyed_show(const struct kvm_keyed *r, unsigned int t, struct kvm_keyed_row *e)
+/* Its process's VM while that one runs it; else by name: a retired VM is
+ * keyed by its name, a VM restarted under its name by its new process,
+ * which the row then follows (one look through the VMs). */
+struct vm_entry *kvm_keyed_vm(struct kvm_state *st, struct kvm_keyed_row *e)
+{
+	char name[VIRT_NAME_MAX];
+	struct vm_entry *vm = kvm_vm_of(st, e->tgid);
+
+	if (vm && vm_is(vm, e))
+		return vm;
+	snprintf(name, sizeof(name), "%.*s", e->vmlen, e->k.row.name);
+	if ((vm = virt_table_find_name(&st->vms, name)))
+		return vm;
+	for (size_t i = 0; i < st->vms.n; i++)
+		if (vm_is(vm = kvm_vm_at(st, i), e)) {
+			e->tgid = (uint32_t)vm->k.key;
+			return vm;
+		}
+	return NULL;
+}
+
+/* A kept row's words from its sums; shown while its VM lives (once it
+ * counted), else retired. */
+static void keyed_show(const struct kvm_keyed *r, unsigned int t, struct kvm_keyed_row *e,
+		       bool vm_live)
 {
 	const struct kvm_keyed_table *tb = &r->ops->tables[t];
 	const uint64_t *s = e->sums.sum;
@@ -233,7 +254,7 @@ static void keyed_show(const struct kvm_keyed *r, unsigned int t, struct kvm_key
 	e->timed = r->timed;
 	if (tb->from == KVM_KEYED_STATS)
 		virt_row_set(&e->k.row, s, 2, &s[2]);
-	if (e->sums.live)
+	if (vm_live)
 		virt_row_expose(&e->k.row, counted);
 	else
 		virt_row_retire(&e->k.row);
@@ -246,12 +267,13 @@ static void keyed_set(struct kvm_state *st, struct kvm_keyed *r)
 	for (unsigned int t = 0; t < r->ops->ntables; t++) {
 		for (size_t i = 0; i < r->rows[t].n;) {
 			struct kvm_keyed_row *e = row_at(r, t, i);
+			const struct vm_entry *vm = e->sums.live ? NULL : kvm_keyed_vm(st, e);
 
-			if (!e->sums.live && !kvm_keyed_vm(st, e)) {
+			if (!e->sums.live && !vm) {
 				virt_table_remove(&r->rows[t], e);	/* the last takes its place */
 				continue;
 			}
-			keyed_show(r, t, e);
+			keyed_show(r, t, e, e->sums.live || !vm->retired);
 			i++;
 		}
 	}

@@ -104,6 +104,6 @@ bool kvm_keyed_indom(enum virt_indom_id indom);
 /* A struct kvm_stats entry's count: its count word plus its histogram's mass */
 uint64_t kvm_stats_count(const uint64_t *w);
 /* The VM row of a row's VM, live or kept under its name (NULL: none) */
-struct vm_entry *kvm_keyed_vm(struct kvm_state *st, const struct kvm_keyed_row *e);
+struct vm_entry *kvm_keyed_vm(struct kvm_state *st, struct kvm_keyed_row *e);
 
 #endif

@@ -74,7 +74,7 @@ static void npf_decode(const void *key, uint32_t *tgid, unsigned int *kind)
 /* Each VM's major time on its own row (virt.kvm.vm.npf_major_time). */
 static void npf_vm_major(struct kvm_state *st)
 {
-	const struct kvm_keyed *r = &st->keyed[KVM_KEYED_NPF];
+	struct kvm_keyed *r = &st->keyed[KVM_KEYED_NPF];
 
 	for (size_t i = 0; i < st->vms.n; i++) {
 		struct vm_entry *vm = kvm_vm_at(st, i);
@@ -83,7 +83,7 @@ static void npf_vm_major(struct kvm_state *st)
 		vm->npf_major_ns = 0;
 	}
 	for (size_t i = 0; i < r->rows[0].n; i++) {
-		const struct kvm_keyed_row *e = (const struct kvm_keyed_row *)r->rows[0].v[i];
+		struct kvm_keyed_row *e = (struct kvm_keyed_row *)r->rows[0].v[i];
 		struct vm_entry *vm;
 
 		if (e->kind == KVM_NPF_MAJOR && (vm = kvm_keyed_vm(st, e)))
