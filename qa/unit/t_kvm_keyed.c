@@ -82,20 +82,17 @@ bool virt_pid_alive(uint32_t pid)
 
 /* kvm_vms.c's VM rows, as kvm_vms_read leaves them: live ones keyed by
  * pid, retired ones by name */
-static bool not_retired(const void *e, const void *arg)
+struct vm_entry *kvm_vm_at(struct kvm_state *st, size_t i)
 {
-	(void)arg;
-	return !((const struct vm_entry *)e)->retired;
+	return (struct vm_entry *)st->vms.v[i];
 }
 
 struct vm_entry *kvm_vm_of(struct kvm_state *st, uint32_t tgid)
 {
-	return virt_table_find_if(&st->vms, tgid, not_retired, NULL);
-}
-
-struct vm_entry *kvm_vm_at(struct kvm_state *st, size_t i)
-{
-	return (struct vm_entry *)st->vms.v[i];
+	for (size_t i = 0; i < st->vms.n; i++)
+		if (!kvm_vm_at(st, i)->retired && kvm_vm_at(st, i)->k.key == tgid)
+			return kvm_vm_at(st, i);
+	return NULL;
 }
 
 bool kvm_vm_alive(const struct vm_entry *vm)
