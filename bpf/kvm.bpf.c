@@ -23,6 +23,7 @@
 #include "kvm.h"
 #include "virt_bpf.h"
 #include "core_fixes.bpf.h"
+#include "kvm_kernel.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -232,6 +233,37 @@ struct {
 	__type(key, __u64);
 	__type(value, struct kvm_stats);
 } npfs SEC(".maps");
+/* interrupts and guest timers (kvm.h): sized by the agent (1 entry each
+ * when both are off) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct kvm_irq_key);
+	__type(value, struct kvm_stats);
+} irqs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct kvm_irq_pend);
+} irq_pend SEC(".maps");
+
+/* Per CPU: the kind of the interrupt the current task is about to make
+ * the local APIC accept (irq_mark()) */
+struct kvm_irq_mark {
+	__u64 task;
+	__u32 vector;		/* KVM_IRQ_ANY_VECTOR: any */
+	__u32 kind;
+};
+#define KVM_IRQ_ANY_VECTOR	0x100
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct kvm_irq_mark);
+} irq_marks SEC(".maps");
 
 static const struct kvm_sub_stats zero_sub;
 static const struct kvm_sub_used zero_used;
@@ -1137,6 +1169,271 @@ static __always_inline int on_halt(__u64 ns, bool waited, bool vcpu_ident)
 	return 0;
 }
 
+/* ------------------------------------------ interrupts and guest timers */
+
+/* The slot idx's pending interrupts, reset when they were another
+ * vCPU's (the slot was freed and claimed again). Accepts for one vCPU
+ * come from several CPUs at once: words change by compare-and-swap. */
+static __always_inline struct kvm_irq_pend *irq_pend_of(__u32 idx, __u64 ident)
+{
+	struct kvm_irq_pend *p = bpf_map_lookup_elem(&irq_pend, &idx);
+	__u64 old;
+
+	if (!p)
+		return NULL;
+	old = p->ident;
+	if (old != ident && __sync_val_compare_and_swap(&p->ident, old, ident) == old) {
+		p->start = 0;
+		for (__u32 i = 0; i < KVM_IRQ_PENDING; i++)
+			p->e[i] = 0;
+	}
+	return p;
+}
+
+static __always_inline void irq_pend_forget(__u32 idx)
+{
+	struct kvm_irq_pend *p = bpf_map_lookup_elem(&irq_pend, &idx);
+
+	if (p)
+		p->ident = 0;
+}
+
+static const struct kvm_stats zero_irq;
+
+static __always_inline struct kvm_stats *irq_stats(__u32 tgid, __u32 rec)
+{
+	struct kvm_irq_key k = { .tgid = tgid, .rec = rec };
+
+	return VIRT_LOOKUP_OR_INIT(irqs, &k, &zero_irq, drops, KVM_DROP_IRQ);
+}
+
+static __always_inline void irq_count(__u32 tgid, __u32 rec)
+{
+	struct kvm_stats *st = irq_stats(tgid, rec);
+
+	if (st)
+		__sync_fetch_and_add(&st->count, 1);
+}
+
+static __always_inline void irq_time(__u32 tgid, __u32 rec, __u64 ns)
+{
+	struct kvm_stats *st = irq_stats(tgid, rec);
+
+	if (st)
+		account(st, ns, true);
+}
+
+/* The kind of the interrupt the caller is about to make a local APIC
+ * accept: its hook runs just before __apic_accept_irq() on the same task
+ * and CPU (a marker left by a preempted or migrated sender only costs the
+ * kind: "other"). */
+static __always_inline int irq_mark(__u32 kind, __u32 vector)
+{
+	__u32 z = 0;
+	struct kvm_irq_mark *m = bpf_map_lookup_elem(&irq_marks, &z);
+
+	if (m) {
+		m->task = (__u64)bpf_get_current_task_btf();
+		m->vector = vector;
+		m->kind = kind;
+	}
+	return 0;
+}
+
+static __always_inline __u32 irq_kind(__u32 vector)
+{
+	__u32 z = 0;
+	struct kvm_irq_mark *m = bpf_map_lookup_elem(&irq_marks, &z);
+
+	if (!m || m->task != (__u64)bpf_get_current_task_btf())
+		return KVM_IRQ_OTHER;
+	if (m->vector == KVM_IRQ_ANY_VECTOR) {	/* an LVT's: one accept */
+		m->task = 0;
+		return m->kind;
+	}
+	return m->vector == vector ? m->kind : KVM_IRQ_OTHER;
+}
+
+/* An interrupt the vCPU's pending table takes: a second accept of a
+ * pending vector is one IRR bit, one injection (coalesced). */
+static __always_inline void irq_pend_add(struct kvm_irq_pend *p, __u32 tgid, __u64 word)
+{
+	__u32 vec = KVM_IRQ_WORD_VEC(word);
+
+	for (__u32 i = 0; i < KVM_IRQ_PENDING; i++) {
+		__u64 w = p->e[i];
+
+		if (w && KVM_IRQ_WORD_VEC(w) == vec) {
+			irq_count(tgid, KVM_IRQ_COALESCED);
+			return;
+		}
+	}
+	for (__u32 i = 0; i < KVM_IRQ_PENDING; i++)
+		if (!p->e[i] && !__sync_val_compare_and_swap(&p->e[i], 0, word))
+			return;
+	VIRT_DROP(drops, KVM_DROP_IRQ);
+}
+
+/* __apic_accept_irq() (arch/x86/kvm/lapic.c): every interrupt KVM delivers
+ * to a local APIC, from any context. Fixed and lowest-priority ones
+ * (APIC_DM_FIXED 0, APIC_DM_LOWEST 0x100) are injected later; NMI, SMI,
+ * INIT and SIPI are not counted. A timer's time runs from its expiry. */
+static __always_inline int on_irq_accept(void *apic, int dm, int vector)
+{
+	struct kvm_vcpu_slot *s;
+	struct kvm_irq_pend *p;
+	__u32 idx, kind;
+	__u64 ts, start;
+
+	if (dm != 0 && dm != 0x100)
+		return 0;
+	s = find_vcpu(lapic_vcpu(apic), &idx);
+	if (!s || !s->tgid)
+		return 0;	/* not tracked yet: its injection counts unmatched */
+	if (lapic_apicv_active(apic)) {
+		irq_count(s->tgid, KVM_IRQ_POSTED);
+		return 0;
+	}
+	kind = irq_kind((__u32)vector);
+	if (!(p = irq_pend_of(idx, s->ident)))
+		return 0;
+	ts = bpf_ktime_get_ns();
+	if (kind == KVM_IRQ_TIMER && (start = __sync_lock_test_and_set(&p->start, 0)))
+		ts = start;
+	irq_pend_add(p, s->tgid, KVM_IRQ_WORD(ts, kind, (__u32)vector));
+	return 0;
+}
+
+/* apic_timer_expired(): the first expiry of the vCPU's LAPIC timer not
+ * yet accepted (the accept happens on the vCPU's thread when it next
+ * runs, kvm_inject_apic_timer_irqs()). */
+static __always_inline int on_timer_expired(void *apic)
+{
+	struct kvm_vcpu_slot *s;
+	struct kvm_irq_pend *p;
+	__u32 idx;
+
+	s = find_vcpu(lapic_vcpu(apic), &idx);
+	if (s && (p = irq_pend_of(idx, s->ident)) && !p->start)
+		__sync_val_compare_and_swap(&p->start, 0, bpf_ktime_get_ns());
+	return 0;
+}
+
+/* kvm_inj_virq (svm_inject_irq() / vmx_inject_irq()), on the vCPU's
+ * thread at the entry that injects vector: its oldest pending accept is
+ * timed; every entry of the vector is one IRR bit, all cleared. A
+ * re-injection (an injection an exit cut short) and a soft interrupt
+ * (INTn) were counted or are none. */
+static __always_inline int on_irq_inject(__u32 vector, bool soft, bool reinjected)
+{
+	struct kvm_irq_pend *p;
+	struct kvm_vcpu_slot *s;
+	__u64 now, oldest = 0, w;
+	__u32 idx;
+
+	if (soft || reinjected)
+		return 0;
+	s = tid_vcpu((__u32)bpf_get_current_pid_tgid(), &idx);
+	if (!s || !s->tgid || !(p = irq_pend_of(idx, s->ident))) {
+		VIRT_DROP(drops, KVM_DROP_IRQ);
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	for (__u32 i = 0; i < KVM_IRQ_PENDING; i++) {
+		w = p->e[i];
+		if (!w || KVM_IRQ_WORD_VEC(w) != (vector & 0xff))
+			continue;
+		if (!oldest || ((w - oldest) & (1ull << 63)))
+			oldest = w;
+		__sync_val_compare_and_swap(&p->e[i], w, 0);
+	}
+	if (!oldest) {
+		irq_count(s->tgid, KVM_IRQ_UNMATCHED);
+		return 0;
+	}
+	/* modulo 2^54 ns, the accept's time in the word */
+	irq_time(s->tgid, KVM_IRQ_WORD_KIND(oldest),
+		 ((now << 10) - (oldest & ~0x3ffull)) >> 10);
+	return 0;
+}
+
+/* kvm_wait_lapic_expire (__kvm_wait_lapic_expire(), arch/x86/kvm/lapic.c):
+ * at the entry that delivers a TSC-deadline timer, with KVM's timer
+ * advance on, delta = the guest's TSC then - its deadline, in guest TSC
+ * cycles: > 0 late, < 0 early (KVM then spins the rest). In ns by the
+ * vCPU's virtual TSC rate. */
+static __always_inline int on_lapic_expire(__s64 delta)
+{
+	struct kvm_vcpu_slot *s = thread_vcpu();
+	__u64 cycles = delta < 0 ? (__u64)-delta : (__u64)delta;
+	struct kvm_vcpu *vcpu;
+	__u32 khz;
+
+	if (!s || !s->tgid) {
+		VIRT_DROP(drops, KVM_DROP_IRQ);
+		return 0;
+	}
+	vcpu = (struct kvm_vcpu *)s->ident;	/* out of the CO-RE read: no relocation of the slot */
+	khz = BPF_CORE_READ(vcpu, arch.virtual_tsc_khz);
+	if (!khz)
+		return 0;
+	irq_time(s->tgid, delta < 0 ? KVM_TIMER_EARLY : KVM_TIMER_LATE, cycles * 1000000 / khz);
+	return 0;
+}
+
+SEC("fentry/__apic_accept_irq")
+int BPF_PROG(virt_kvm_tp_btf_irq_accept, void *apic, int delivery_mode, int vector)
+{
+	return on_irq_accept(apic, delivery_mode, vector);
+}
+
+SEC("fentry/apic_timer_expired")
+int BPF_PROG(virt_kvm_tp_btf_irq_timer_expired, void *apic)
+{
+	return on_timer_expired(apic);
+}
+
+SEC("tp_btf/kvm_inj_virq")
+int BPF_PROG(virt_kvm_tp_btf_irq_inject, unsigned int vector, bool soft, bool reinjected)
+{
+	return on_irq_inject(vector, soft, reinjected);
+}
+
+/* Kind markers: an IPI (ICR write: kvm_apic_send_ipi(); PV: the
+ * KVM_HC_SEND_IPI hypercall, which traces no kvm_apic_ipi), an MSI
+ * (kvm_set_msi_irq(): irqfd, KVM_SIGNAL_MSI), an LVT entry (the timer's:
+ * APIC_LVTT 0x320; else other). IOAPIC and PIC interrupts have none. */
+SEC("tp_btf/kvm_apic_ipi")
+int BPF_PROG(virt_kvm_tp_btf_irq_ipi, __u32 icr_low, __u32 dest_id)
+{
+	return irq_mark(KVM_IRQ_IPI, icr_low & 0xff);
+}
+
+SEC("fentry/kvm_pv_send_ipi")
+int BPF_PROG(virt_kvm_tp_btf_irq_pv_ipi, void *kvm, unsigned long lo, unsigned long hi,
+	     __u32 min, unsigned long icr)
+{
+	return irq_mark(KVM_IRQ_IPI, (__u32)icr & 0xff);
+}
+
+SEC("tp_btf/kvm_msi_set_irq")
+int BPF_PROG(virt_kvm_tp_btf_irq_msi, __u64 address, __u64 data)
+{
+	return irq_mark(KVM_IRQ_DEVICE, (__u32)data & 0xff);
+}
+
+SEC("fentry/kvm_apic_local_deliver")
+int BPF_PROG(virt_kvm_tp_btf_irq_lvt, void *apic, int lvt_type)
+{
+	return irq_mark(lvt_type == 0x320 ? KVM_IRQ_TIMER : KVM_IRQ_OTHER, KVM_IRQ_ANY_VECTOR);
+}
+
+SEC("tp_btf/kvm_wait_lapic_expire")
+int BPF_PROG(virt_kvm_tp_btf_timer_lateness, unsigned int vcpu_id, __s64 delta)
+{
+	return on_lapic_expire(delta);
+}
+
 /* Free the thread's index entry that points at slot idx. */
 static __always_inline void unindex_thread(__u32 tid, __u32 idx)
 {
@@ -1181,6 +1478,7 @@ static __always_inline int on_vcpu_destroy(__u64 ident)
 		unindex_thread(s->tid, idx);
 	wait_unlist(s, idx);
 	unlisted_clear(s);
+	irq_pend_forget(idx);
 	__builtin_memset((char *)s + sizeof(s->ident), 0, sizeof(*s) - sizeof(s->ident));
 	asm volatile("" ::: "memory");
 	s->ident = 0;

@@ -211,6 +211,8 @@ enum kvm_drop {
 	KVM_DROP_WAITQ,		/* a wait not seen: KVM_WAITERS vCPUs waited on its CPU already */
 	KVM_DROP_SUB,		/* a sub-reason event not counted: subs or sub_used full */
 	KVM_DROP_NPF,		/* a nested-paging fault not counted: npfs full */
+	KVM_DROP_IRQ,		/* interrupts / timer_lateness: an interrupt or timer event not
+				 * counted (irqs full, pending table full, no vCPU thread) */
 	KVM_DROPS
 };
 
@@ -248,6 +250,48 @@ struct kvm_sub_stats {
 /* Per VMM process: keys of each kind that have entries (capped at sub_top) */
 struct kvm_sub_used {
 	__u32 n[KVM_SUB_KINDS];
+};
+
+/* Interrupts and guest timers (interrupts = true, timer_lateness = true):
+ * per VMM process, one "irqs" entry (struct kvm_stats) per record. The
+ * latency records time an interrupt from the local APIC's accept (a timer:
+ * its expiry) to the VM entry that injects it, by kind; the timer records
+ * the lateness (late) or earliness (early) of a TSC-deadline timer at the
+ * entry that delivers it (kvm_wait_lapic_expire), in ns; the event
+ * records count only (count word). */
+enum kvm_irq_rec {
+	KVM_IRQ_TIMER,		/* the LAPIC timer (LVTT) */
+	KVM_IRQ_IPI,		/* an IPI between the VM's vCPUs (ICR write, PV send-IPI) */
+	KVM_IRQ_DEVICE,		/* an MSI (irqfd, KVM_SIGNAL_MSI) */
+	KVM_IRQ_OTHER,		/* anything else: IOAPIC/PIC (INTx), LINT, PMI, ... */
+	KVM_IRQ_KINDS,
+	KVM_TIMER_LATE = KVM_IRQ_KINDS,
+	KVM_TIMER_EARLY,
+	KVM_IRQ_COALESCED,	/* accepted while the same vector was pending */
+	KVM_IRQ_POSTED,		/* accepted with APICv/AVIC active: delivered by hardware, not timed */
+	KVM_IRQ_UNMATCHED,	/* injected without an accept seen (ExtINT, accepted before attach) */
+	KVM_IRQ_RECS
+};
+
+struct kvm_irq_key {
+	__u32 tgid;
+	__u32 rec;		/* enum kvm_irq_rec */
+};
+
+/* Per vCPU slot (same index, "irq_pend"): the interrupts accepted and not
+ * yet injected. A word is (accept ns << 10) | kind << 8 | vector, 0 free
+ * (a fixed interrupt's vector is >= 16). start: the first expiry of the
+ * vCPU's LAPIC timer not yet accepted (0: none). ident: the slot's ident
+ * the entry belongs to (another: the entry is stale, reset). */
+#define KVM_IRQ_PENDING		8
+#define KVM_IRQ_WORD(ns, kind, vec)	((__u64)(ns) << 10 | (__u64)(kind) << 8 | ((vec) & 0xff))
+#define KVM_IRQ_WORD_VEC(w)	((__u32)(w) & 0xff)
+#define KVM_IRQ_WORD_KIND(w)	((__u32)((w) >> 8) & 3)
+#define KVM_IRQ_WORD_NS(w)	((w) >> 10)
+struct kvm_irq_pend {
+	__u64 ident;
+	__u64 start;
+	__u64 e[KVM_IRQ_PENDING];
 };
 
 #endif

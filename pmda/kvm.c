@@ -51,6 +51,14 @@ static const struct virt_option kvm_options[NOPTS] = {
 		"nested-paging faults per VM by what the host had to do (virt.kvm.vm.npf: mmio, "
 		"major, minor, async, fast, mapping, retry), methods tp_btf and raw_tp; false = "
 		"not traced, the entry program unchanged" },
+	[OPT_INTERRUPTS] = { "interrupts", VIRT_OPT_BOOL, 0, 0, "false",
+		"interrupt delivery latency per VM and kind, from the local APIC's accept (a "
+		"timer: its expiry) to the VM entry that injects it (virt.kvm.vm.irq; method "
+		"tp_btf); false = not traced" },
+	[OPT_TIMER_LATENESS] = { "timer_lateness", VIRT_OPT_BOOL, 0, 0, "false",
+		"how late or early guests' TSC-deadline timers fire, per VM "
+		"(virt.kvm.vm.timer; kvm_wait_lapic_expire, which needs KVM's timer advance on; "
+		"method tp_btf); false = not traced" },
 };
 
 /* ------------------------------------------------------------- names */
@@ -141,6 +149,7 @@ static int kvm_configure(struct virt_family *fam, struct virt_skel *obj, const c
 	bpf_map__set_max_entries(skel->maps.vcpus_gone, (__u32)fam->opts[OPT_MAX_VCPUS].u);
 	kvm_subs_configure(fam, skel);
 	kvm_npf_configure(fam, skel, method);
+	kvm_irqs_configure(fam, skel, method);
 	skel->rodata->vmcb_cache = strcmp(method, "tp_btf") == 0 && virt_kmod_present("kvm_amd") &&
 				   virt_ksym_exists("svm_switch_vmcb");
 	st->vmcb_cache = skel->rodata->vmcb_cache;
@@ -152,13 +161,17 @@ static int kvm_configure(struct virt_family *fam, struct virt_skel *obj, const c
  * charges subreasons' time replaces the plain one (which the exit path
  * keeps without them). */
 #define ON(what, flag) VIRT_PROG_SWITCH(what, struct kvm_state, flag)
+#define SUBS_ON keyed[KVM_KEYED_SUBS].on
 static const struct virt_prog_switch kvm_switches[] = {
 	ON("sched_*", sched_on), ON("switch_vmcb", vmcb_cache),
-	ON("pio", sub.on), ON("msr", sub.on), ON("cpuid", sub.on), ON("mmio", sub.on),
+	ON("pio", SUBS_ON), ON("msr", SUBS_ON), ON("cpuid", SUBS_ON), ON("mmio", SUBS_ON),
 	ON("fast_mmio", fast_mmio_on), ON("entry", entry_plain), ON("entry_subs", entry_subs),
-	ON("entry_npf", npf.entry), ON("entry_subs_npf", npf.entry_subs), ON("page_fault", npf.on),
+	ON("entry_npf", npf.entry), ON("entry_subs_npf", npf.entry_subs),
+	ON("page_fault", keyed[KVM_KEYED_NPF].on),
+	ON("irq_*", irq.on), ON("timer_lateness", irq.timer),
 };
 #undef ON
+#undef SUBS_ON
 
 /* The shared arrays mapped in. */
 static int kvm_attached(struct virt_family *fam, struct virt_skel *obj, char *why, size_t len)
@@ -189,12 +202,11 @@ static int kvm_alloc_buffers(struct kvm_state *st, struct virt_family *fam)
 		max = fam->opts[OPT_MAX_HCALLS].u;
 	if (kvm_vms_init(st, fam) < 0)
 		return -1;
-	if (kvm_subs_init(st, fam) == 0 && kvm_npf_init(st, fam) == 0 &&
+	if (kvm_keyed_init(st, fam) == 0 &&
 	    virt_bulk_alloc(&st->bulk, max, sizeof(uint64_t), sizeof(struct kvm_stats)) == 0)
 		return 0;
 	kvm_vms_free(st);
-	kvm_subs_free(st);
-	kvm_npf_free(st);
+	kvm_keyed_free(st);
 	return -1;
 }
 
@@ -233,8 +245,7 @@ static void kvm_detach(struct virt_family *fam)
 	if (!st)
 		return;
 	kvm_vcpus_forget(st, (uint32_t)fam->opts[OPT_MAX_VMS].u);
-	kvm_subs_forget(st);
-	kvm_npf_forget(st);
+	kvm_keyed_forget(st);
 	kvm_statfds_close_all(st);
 	unmap_arrays(st);
 	st->skel = NULL;
@@ -274,22 +285,12 @@ static int kvm_init(struct virt_family *fam)
 
 /* ------------------------------------------------------------ refresh */
 
-/* A stats entry's count: its count word plus its histogram's mass (kvm.h). */
-static uint64_t stats_count(const uint64_t *w)
-{
-	uint64_t n = w[0];
-
-	for (unsigned int b = 0; b < VIRT_HIST_BUCKETS; b++)
-		n += w[2 + b];
-	return n;
-}
-
 /* The i-th entry of the last per-CPU read, summed over the CPUs. */
 static void take_stats(struct virt_row *r, const struct kvm_state *st, int i)
 {
 	uint64_t *sum = (uint64_t *)st->bulk.vals + (size_t)i * STATS_WORDS;
 
-	sum[0] = stats_count(sum);
+	sum[0] = kvm_stats_count(sum);
 	virt_row_set(r, sum, 2, &sum[2]);
 	virt_row_expose(r, false);
 }
@@ -305,7 +306,7 @@ static void read_exits(struct kvm_state *st)
 		v[1] = e->time_ns;
 		for (unsigned int b = 0; b < VIRT_HIST_BUCKETS; b++)
 			v[2 + b] = e->hist[b];
-		v[0] = stats_count(v);
+		v[0] = kvm_stats_count(v);
 		virt_row_set(&st->slots[k], v, 2, &v[2]);
 		virt_row_expose(&st->slots[k], false);
 	}
@@ -371,12 +372,13 @@ static uint64_t kvm_caps(const struct virt_family *fam)
 }
 
 /* The refresh order of kvm's parts, stated here only: the reason rows
- * (on their own); "subs" (kvm_subs_read) before the VM rows are summed,
- * while the rows of VMMs that exited since the last refresh are still
- * there, so that their exited processes' entries fold into them; the VM
- * and vCPU rows (kvm_vms_read), which retire exited VMs' rows (and their
- * parts' per-VM state: kvm_vm_going); after them the sub-reason rows
- * (kvm_subs_set: shown for live VMs, retired with theirs), then KVM's own
+ * (on their own); the keyed maps "subs", "npfs", "irqs" (kvm_keyed_read)
+ * before the VM rows are summed, while the rows of VMMs that exited since
+ * the last refresh are still there, so that their exited processes'
+ * entries fold into them; the VM and vCPU rows (kvm_vms_read), which
+ * retire exited VMs' rows (and their parts' per-VM state: kvm_vm_going);
+ * after them the keyed maps' rows (kvm_keyed_set: shown for live VMs,
+ * retired with theirs), then KVM's own
  * values (kvm_debugfs_refresh, kvm_statfds_refresh), which hang on the
  * VM rows as they now are. */
 static int kvm_refresh(struct virt_family *fam)
@@ -391,11 +393,9 @@ static int kvm_refresh(struct virt_family *fam)
 	err |= read_hash(st, skel->maps.hcalls, &st->hcalls, VIRT_I_KVM_HCALL,
 			 VIRT_I_KVM_HCALL_HIST, name_decimal);
 	err |= read_array(st, skel->maps.uexits, st->uexit, KVM_UEXIT_REASONS);
-	err |= kvm_subs_read(st);
-	err |= kvm_npf_read(st);
+	err |= kvm_keyed_read(st);
 	kvm_vms_read(st, fam);
-	kvm_subs_set(st);
-	kvm_npf_set(st);
+	kvm_keyed_set(st);
 	kvm_debugfs_refresh(st);
 	kvm_statfds_refresh(st);
 	fam->dropped_now = st->vc.vm_drops;	/* and the drops map's: the agent's */
@@ -419,8 +419,8 @@ static int kvm_refresh(struct virt_family *fam)
 #define SUM_WHEN(id, indom, T, w, flag) \
 	[VIRT_M_KVM_##id] = VIRT_ANSWER_SUM_WHEN(indom, T, k.row, sums, w, flag)
 /* a sub-reason's count, and its time while measured */
-#define SUB(kind) SUM(kind##_COUNT, KVM_##kind, struct sub_entry, W_COUNT), \
-	SUM_WHEN(kind##_TIME, KVM_##kind, struct sub_entry, W_TIME, timed)
+#define SUB(kind) SUM(kind##_COUNT, KVM_##kind, struct kvm_keyed_row, W_COUNT), \
+	SUM_WHEN(kind##_TIME, KVM_##kind, struct kvm_keyed_row, W_TIME, timed)
 /* one of KVM's values, in the metric its kind says */
 #define BOOK(id, indom, kind) \
 	[VIRT_M_KVM_##id] = VIRT_ANSWER_WORD_WHEN(indom, struct book_entry, k.row, value, kind)
@@ -471,15 +471,26 @@ static const struct virt_answer kvm_answers[VIRT_NMETRICS] = {
 	BOOK(VCPU_KVM_STAT_INSTANT, KVM_VCPU_STAT, instant),
 	BOOK(VCPU_KVM_STAT_PEAK, KVM_VCPU_STAT, peak),
 	[VIRT_M_KVM_VCPU_KVM_HIST] = VIRT_ANSWER_BUCKET(KVM_VCPU_STAT_HIST),
+	SUM(VM_IRQ_COUNT, KVM_IRQ, struct kvm_keyed_row, W_COUNT),
+	SUM(VM_IRQ_TIME, KVM_IRQ, struct kvm_keyed_row, W_TIME),
+	[VIRT_M_KVM_VM_IRQ_LATENCY] = VIRT_ANSWER_BUCKET(KVM_IRQ_HIST),
+	VIRT_ANSWER_PERCENTILES(VIRT_M_KVM_VM_IRQ_LAT, KVM_IRQ, struct kvm_keyed_row, k.row, k.row),
+	SUM(VM_IRQ_COALESCED, KVM_IRQ_VM, struct kvm_keyed_row, KVM_IRQ_W_COALESCED),
+	SUM(VM_IRQ_POSTED, KVM_IRQ_VM, struct kvm_keyed_row, KVM_IRQ_W_POSTED),
+	SUM(VM_IRQ_UNMATCHED, KVM_IRQ_VM, struct kvm_keyed_row, KVM_IRQ_W_UNMATCHED),
+	SUM(VM_TIMER_COUNT, KVM_TIMER, struct kvm_keyed_row, W_COUNT),
+	SUM(VM_TIMER_TIME, KVM_TIMER, struct kvm_keyed_row, W_TIME),
+	[VIRT_M_KVM_VM_TIMER_LATENESS] = VIRT_ANSWER_BUCKET(KVM_TIMER_HIST),
+	VIRT_ANSWER_PERCENTILES(VIRT_M_KVM_VM_TIMER_LATE, KVM_TIMER, struct kvm_keyed_row, k.row, k.row),
 	[VIRT_M_KVM_EXIT_REASON] = VIRT_ANSWER_NAME(KVM_REASON),
 	[VIRT_M_KVM_HCALL_NUMBER] = VIRT_ANSWER_NAME(KVM_HCALL),
 	[VIRT_M_KVM_UEXIT_REASON] = VIRT_ANSWER_NAME(KVM_UEXIT),
 	[VIRT_M_KVM_VM_NAME] = VIRT_ANSWER_NAME(KVM_VM),
 	[VIRT_M_KVM_VM_BUCKET_PREFIX] = VIRT_ANSWER_BUCKET_PREFIX(KVM_VM),
-	[VIRT_M_KVM_NPF_COUNT] = VIRT_ANSWER_WORD(KVM_NPF, struct npf_entry, k.row, k.row.v[W_COUNT]),
-	[VIRT_M_KVM_NPF_TIME] = VIRT_ANSWER_WORD(KVM_NPF, struct npf_entry, k.row, k.row.v[W_TIME]),
+	[VIRT_M_KVM_NPF_COUNT] = VIRT_ANSWER_WORD(KVM_NPF, struct kvm_keyed_row, k.row, k.row.v[W_COUNT]),
+	[VIRT_M_KVM_NPF_TIME] = VIRT_ANSWER_WORD(KVM_NPF, struct kvm_keyed_row, k.row, k.row.v[W_TIME]),
 	[VIRT_M_KVM_NPF_LATENCY] = VIRT_ANSWER_BUCKET(KVM_NPF_HIST),
-	VIRT_ANSWER_PERCENTILES(VIRT_M_KVM_NPF_LAT, KVM_NPF, struct npf_entry, k.row, k.row),
+	VIRT_ANSWER_PERCENTILES(VIRT_M_KVM_NPF_LAT, KVM_NPF, struct kvm_keyed_row, k.row, k.row),
 	VM_WHEN(NPF_MAJOR_TIME, npf_major_ns, npf_on),
 };
 
@@ -524,14 +535,11 @@ static int kvm_labels(struct virt_family *fam, enum virt_indom_id indom, unsigne
 
 	if (!fam->priv || (indom != VIRT_I_KVM_VM && indom != VIRT_I_KVM_VCPU &&
 			   indom != VIRT_I_KVM_VM_WAIT_BY && indom != VIRT_I_KVM_VM_STAT &&
-			   indom != VIRT_I_KVM_VCPU_STAT && indom != VIRT_I_KVM_NPF &&
-			   !kvm_sub_indom(indom)) ||
+			   indom != VIRT_I_KVM_VCPU_STAT && !kvm_keyed_indom(indom)) ||
 	    !(row = virt_row_of(virt_indom(indom), inst)))
 		return 0;
-	if (kvm_sub_indom(indom))
-		vm = kvm_vm_of(fam->priv, VIRT_ENTRY_OF(row, struct sub_entry)->tgid);
-	else if (indom == VIRT_I_KVM_NPF)
-		vm = kvm_vm_of(fam->priv, VIRT_ENTRY_OF(row, struct npf_entry)->tgid);
+	if (kvm_keyed_indom(indom))
+		vm = kvm_vm_of(fam->priv, VIRT_ENTRY_OF(row, struct kvm_keyed_row)->tgid);
 	else if (indom == VIRT_I_KVM_VM_STAT || indom == VIRT_I_KVM_VCPU_STAT)
 		vm = (b = VIRT_ENTRY_OF(row, struct book_entry))->vm;
 	else if (indom == VIRT_I_KVM_VCPU)

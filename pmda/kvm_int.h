@@ -1,12 +1,13 @@
 /*
  * The kvm family's module, its parts' shared state (internal): kvm.c
  * (attach, options, answers, labels), kvm_vms.c (per-VM and per-vCPU rows
- * from the vcpus slots), kvm_subs.c (sub-reasons), kvm_debugfs.c (KVM's
- * own books in debugfs), kvm_statfds.c (KVM's per-vCPU statistics fds).
- * Each part keeps its state in its own member of struct kvm_state (vc,
- * sub, dfs, vs) and has an init that kvm_init calls; kvm.c states the
- * refresh order (above kvm_refresh). The VM rows (st->vms) are every
- * part's.
+ * from the vcpus slots), kvm_keyed.c (the maps keyed by process and kind,
+ * read for kvm_subs.c: sub-reasons, kvm_npf.c: nested-paging faults,
+ * kvm_irqs.c: interrupts), kvm_debugfs.c (KVM's own books in debugfs),
+ * kvm_statfds.c (KVM's per-vCPU statistics fds). Each part keeps its
+ * state in its own member of struct kvm_state (vc, keyed, dfs, vs) and
+ * has an init that kvm_init calls; kvm.c states the refresh order (above
+ * kvm_refresh). The VM rows (st->vms) are every part's.
  */
 #ifndef VIRT_KVM_INT_H
 #define VIRT_KVM_INT_H
@@ -16,6 +17,7 @@
 #include "slots.h"
 #include "kvm.h"
 #include "kvm_books.h"
+#include "kvm_keyed.h"
 #include "kvm_vstats.h"
 #include "kvm.skel.h"
 
@@ -24,7 +26,7 @@
 #include <stdint.h>
 
 enum kvm_opt { OPT_LATENCY, OPT_MAX_VCPUS, OPT_MAX_VMS, OPT_MAX_HCALLS, OPT_SCHED, OPT_SUBREASONS,
-	       OPT_SUB_TOP, OPT_VCPU_STATS, OPT_NPF, NOPTS };
+	       OPT_SUB_TOP, OPT_VCPU_STATS, OPT_NPF, OPT_INTERRUPTS, OPT_TIMER_LATENESS, NOPTS };
 
 /* Row words of reason rows: count and time. A VM's and a vCPU's sums are
  * struct kvm_vm_stats as words, then the agent's own (W_RUN_DELAY): every
@@ -66,8 +68,8 @@ struct vm_entry {
 	bool retired;			/* its VMM exited */
 	bool sched;			/* the scheduler hooks count its waits */
 	bool poll;			/* its halts' poll time is counted */
-	bool subs_alive;		/* kvm_vm_alive() at sub-reason read subs_gen */
-	uint64_t subs_gen;
+	bool keyed_alive;		/* kvm_vm_alive() at keyed map read keyed_read */
+	uint64_t keyed_read;
 	struct virt_sums sums;
 	unsigned int vcpus_seen;	/* its vCPU rows counted in this refresh */
 	struct vm_derived d;
@@ -137,18 +139,6 @@ struct vcpu_entry {
 	struct virt_sums sums;
 };
 
-/* A sub-reason's row (st->subs[kind]), "<vm>/<key>" (kvm.h struct
- * kvm_sub_key): its sums (count, time) of what entries of its VM's exited
- * processes counted (base) and its live processes' entries of "subs" at
- * this refresh (sums.live: a live process counts it). */
-struct sub_entry {
-	struct virt_keyed k;		/* key: virt_name_key() */
-	uint32_t tgid;			/* the process last seen counting it (labels) */
-	int vmlen;			/* row.name's first vmlen bytes: its VM's name */
-	bool timed;			/* its time is measured (latency) */
-	struct virt_sums sums;
-};
-
 /* One of KVM's own values (debugfs) of a VM, "<vm>/<stat>", or of a
  * vCPU, "<vm>/vcpu<N>/<stat>": the sum over the VM's directories (a VMM
  * with two VMs has two) in this refresh. */
@@ -170,37 +160,20 @@ struct books_bad {
 	char name[KVM_BOOK_NAME_MAX];
 };
 
-/* kvm_subs.c's part of the state: the sub-reasons' rows and a read of
- * "subs" */
-struct kvm_subs {
-	bool on, timed;			/* subreasons loaded; with latency */
-	struct virt_table rows[KVM_SUB_KINDS];	/* of struct sub_entry */
-	struct kvm_sub_key *keys;	/* a read of "subs" (max entries) */
-	struct kvm_sub_stats *vals;
-	uint32_t max;
-	uint64_t gen;			/* reads of "subs" */
-};
-
-/* A nested-paging fault kind's row of a VM (st->npf.rows), "<vm>/<kind>":
- * its sums (count word, time, histogram: struct kvm_stats) of what its
- * VM's exited processes counted (base) and its live processes' entries of
- * "npfs" at this refresh (sums.live). */
-struct npf_entry {
-	struct virt_keyed k;		/* key: virt_name_key() */
-	uint32_t tgid;			/* the process last seen counting it (labels) */
-	int vmlen;			/* row.name's first vmlen bytes: its VM's name */
-	uint32_t kind;			/* enum kvm_npf_kind */
-	struct virt_sums sums;
-};
-
-/* kvm_npf.c's part: nested-paging faults by kind (npf) */
+/* kvm_npf.c's part: which entry program classifies nested-paging faults */
 struct kvm_npf {
-	bool on;			/* asked for, and the method can */
-	bool entry, entry_subs;		/* which entry program classifies them */
-	struct virt_table rows;		/* of struct npf_entry */
-	uint64_t *keys;			/* a read of "npfs" (max entries) */
-	struct kvm_stats *vals;
-	uint32_t max;
+	bool entry, entry_subs;
+};
+
+/* kvm_irqs.c's tables of rows: interrupt latency by kind, timer
+ * lateness (late, early), the VM's interrupts not timed (its sums' words
+ * KVM_IRQ_W_*) */
+enum { KVM_IRQ_T_LATENCY, KVM_IRQ_T_TIMER, KVM_IRQ_T_EVENTS, KVM_IRQ_TABLES };
+enum { KVM_IRQ_W_COALESCED, KVM_IRQ_W_POSTED, KVM_IRQ_W_UNMATCHED, KVM_IRQ_EVENT_WORDS };
+
+/* kvm_irqs.c's part: which of its hooks are loaded */
+struct kvm_irqs {
+	bool on, timer;			/* interrupts, timer_lateness */
 };
 
 /* kvm_debugfs.c's part: the rows of KVM's values (kvm_statfds.c fills
@@ -271,8 +244,10 @@ struct kvm_state {
 	bool entry_plain;		/* latency without subreasons or npf: plain entry */
 	bool entry_subs;		/* subreasons' entry program without npf */
 	bool poll_on;			/* halts carry KVM's poll time (not tracepoint) */
-	struct kvm_subs sub;		/* kvm_subs.c's */
+	struct kvm_keyed keyed[KVM_KEYED_MAPS];	/* kvm_keyed.c's: "subs", "npfs", "irqs" */
+	uint64_t keyed_reads;		/* reads of them */
 	struct kvm_npf npf;		/* kvm_npf.c's */
+	struct kvm_irqs irq;		/* kvm_irqs.c's */
 	struct kvm_debugfs dfs;		/* kvm_debugfs.c's */
 	struct kvm_statfds vs;		/* kvm_statfds.c's */
 	struct virt_bulk bulk;		/* bulk-read buffers, sized for the largest map */
@@ -290,22 +265,12 @@ void kvm_vms_unmap(struct kvm_state *st);
 void kvm_vcpus_forget(struct kvm_state *st, uint32_t max_vms);
 void kvm_vms_read(struct kvm_state *st, struct virt_family *fam);
 
-/* kvm_subs.c: sub-reasons */
+/* The keyed maps' users (kvm_keyed.h): sub-reasons, nested-paging
+ * faults by kind, interrupts and guest timers; their hooks' switches */
+extern const struct kvm_keyed_ops kvm_subs_keyed, kvm_npf_keyed, kvm_irqs_keyed;
 void kvm_subs_configure(struct virt_family *fam, struct kvm_bpf *skel);
-int kvm_subs_init(struct kvm_state *st, struct virt_family *fam);
-void kvm_subs_free(struct kvm_state *st);
-void kvm_subs_forget(struct kvm_state *st);
-int kvm_subs_read(struct kvm_state *st);
-void kvm_subs_set(struct kvm_state *st);
-bool kvm_sub_indom(enum virt_indom_id indom);
-
-/* kvm_npf.c: nested-paging faults by kind */
 void kvm_npf_configure(struct virt_family *fam, struct kvm_bpf *skel, const char *method);
-int kvm_npf_init(struct kvm_state *st, struct virt_family *fam);
-void kvm_npf_free(struct kvm_state *st);
-void kvm_npf_forget(struct kvm_state *st);
-int kvm_npf_read(struct kvm_state *st);
-void kvm_npf_set(struct kvm_state *st);
+void kvm_irqs_configure(struct virt_family *fam, struct kvm_bpf *skel, const char *method);
 
 /* kvm_debugfs.c: KVM's own books (debugfs), and the rows of KVM's values */
 struct book_entry *kvm_book_row(struct virt_table *t, pmInDom indom, pmInDom hindom,

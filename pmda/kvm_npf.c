@@ -6,16 +6,19 @@
  * processes' entries).
  */
 #include "kvm_int.h"
-#include "vmid.h"
 
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-static const char *const npf_kind_names[KVM_NPF_KINDS] = {
-	[KVM_NPF_MMIO] = "mmio", [KVM_NPF_MAJOR] = "major", [KVM_NPF_MINOR] = "minor",
-	[KVM_NPF_ASYNC] = "async", [KVM_NPF_FAST] = "fast", [KVM_NPF_MAPPING] = "mapping",
-	[KVM_NPF_RETRY] = "retry",
+/* Each kind's row, "<vm>/<kind>", in the one table (struct kvm_stats:
+ * count, time, histogram) */
+static const struct kvm_keyed_table npf_table = {
+	VIRT_I_KVM_NPF, VIRT_I_KVM_NPF_HIST, STATS_WORDS, KVM_KEYED_STATS, 1
+};
+static const struct kvm_keyed_kind npf_kinds[KVM_NPF_KINDS] = {
+	[KVM_NPF_MMIO] = { "/mmio", 0, 0 }, [KVM_NPF_MAJOR] = { "/major", 0, 0 },
+	[KVM_NPF_MINOR] = { "/minor", 0, 0 }, [KVM_NPF_ASYNC] = { "/async", 0, 0 },
+	[KVM_NPF_FAST] = { "/fast", 0, 0 }, [KVM_NPF_MAPPING] = { "/mapping", 0, 0 },
+	[KVM_NPF_RETRY] = { "/retry", 0, 0 },
 };
 
 /* Why npf stays off with this method and these options (NULL: it can be
@@ -39,168 +42,58 @@ static const char *npf_refused(const struct virt_family *fam, const char *method
 void kvm_npf_configure(struct virt_family *fam, struct kvm_bpf *skel, const char *method)
 {
 	struct kvm_state *st = fam->priv;
+	struct kvm_keyed *r = &st->keyed[KVM_KEYED_NPF];
+	bool subs_timed = st->keyed[KVM_KEYED_SUBS].timed;
 	const char *why = fam->opts[OPT_NPF].b ? npf_refused(fam, method) : NULL;
 
 	if (why)
 		virt_log(LOG_WARNING, "kvm: npf off with method %s: %s", method, why);
-	st->npf.on = fam->opts[OPT_NPF].b && !why;
-	st->entry_subs = st->sub.timed && !st->npf.on;
-	st->entry_plain = st->entry_plain && !st->npf.on;
-	st->npf.entry = st->npf.on && !st->sub.timed;
-	st->npf.entry_subs = st->npf.on && st->sub.timed;
-	if (st->npf.on)
-		bpf_map__set_max_entries(skel->maps.npfs, st->npf.max);
+	r->on = fam->opts[OPT_NPF].b && !why;
+	st->entry_subs = subs_timed && !r->on;
+	st->entry_plain = st->entry_plain && !r->on;
+	st->npf.entry = r->on && !subs_timed;
+	st->npf.entry_subs = r->on && subs_timed;
+	if (r->on)
+		bpf_map__set_max_entries(skel->maps.npfs, r->max);
 }
 
 /* "npfs" holds every VM's kinds; the agent reads it whole */
-int kvm_npf_init(struct kvm_state *st, struct virt_family *fam)
+static uint32_t npf_max(const struct virt_family *fam)
 {
-	uint64_t n = fam->opts[OPT_MAX_VMS].u * KVM_NPF_KINDS;
-
-	st->npf.rows = VIRT_TABLE_OF_SUMS(struct npf_entry, sums, STATS_WORDS);
-	if (!fam->opts[OPT_NPF].b)
-		return 0;
-	st->npf.max = (uint32_t)n;
-	st->npf.keys = calloc(st->npf.max, sizeof(*st->npf.keys));
-	st->npf.vals = calloc(st->npf.max, sizeof(*st->npf.vals));
-	return st->npf.keys && st->npf.vals ? 0 : -1;
+	return fam->opts[OPT_NPF].b ? (uint32_t)(fam->opts[OPT_MAX_VMS].u * KVM_NPF_KINDS) : 0;
 }
 
-void kvm_npf_free(struct kvm_state *st)
+static void npf_decode(const void *key, uint32_t *tgid, unsigned int *kind)
 {
-	free(st->npf.keys);
-	free(st->npf.vals);
-}
+	uint64_t k = *(const uint64_t *)key;
 
-/* The map goes (a detach): what it counted stays in the rows' bases. */
-void kvm_npf_forget(struct kvm_state *st)
-{
-	for (size_t i = 0; i < st->npf.rows.n; i++)
-		virt_sums_rebase(&((struct npf_entry *)st->npf.rows.v[i])->sums);
-}
-
-/* The row of kind of VM vm, "<vm>/<kind>", made on first sight (found
- * again by name: a VM restarted under its name). */
-static struct npf_entry *npf_row(struct kvm_state *st, const struct vm_entry *vm, uint32_t kind)
-{
-	char name[VIRT_NAME_MAX];
-	int vmlen = snprintf(name, sizeof(name), "%.*s", VMID_NAME_MAX, vm->k.row.name);
-	struct npf_entry *e;
-
-	snprintf(name + vmlen, sizeof(name) - (size_t)vmlen, "/%s", npf_kind_names[kind]);
-	e = virt_table_get_name(&st->npf.rows, virt_indom(VIRT_I_KVM_NPF),
-				virt_indom(VIRT_I_KVM_NPF_HIST), name);
-	if (!e)
-		return NULL;
-	e->vmlen = vmlen;
-	e->kind = kind;
-	return e;
-}
-
-/* Entry i of the read of "npfs" if its process is alive (live): a live
- * process's entry goes to its row's sum; an exited one's to its row's
- * base, and leaves the map. */
-static void npf_take(struct kvm_state *st, int i, bool live)
-{
-	uint64_t key = st->npf.keys[i];
-	uint32_t tgid = KVM_NPF_TGID(key), kind = KVM_NPF_KIND(key);
-	struct vm_entry *vm = kvm_vm_of(st, tgid);
-	struct npf_entry *e;
-
-	if (kind >= KVM_NPF_KINDS)
-		return;
-	if (!vm) {		/* no row yet (next refresh), or never one */
-		if (!live && !virt_pid_alive(tgid))
-			virt_map_delete(bpf_map__fd(st->skel->maps.npfs), &key);
-		return;
-	}
-	if (kvm_vm_alive(vm) != live || !(e = npf_row(st, vm, kind)))
-		return;
-	e->tgid = tgid;
-	(live ? virt_sums_add : virt_sums_fold)(&e->sums, (const uint64_t *)&st->npf.vals[i]);
-	if (!live)
-		virt_map_delete(bpf_map__fd(st->skel->maps.npfs), &key);
-}
-
-/* "npfs", while npf is on (before the VM rows, as "subs": kvm_refresh
- * says the order): exited processes' entries first, so that the sums
- * begun after them count them. */
-int kvm_npf_read(struct kvm_state *st)
-{
-	int n;
-
-	if (!st->npf.on)
-		return 0;
-	n = virt_map_dump(bpf_map__fd(st->skel->maps.npfs), st->npf.keys, sizeof(*st->npf.keys),
-			  st->npf.vals, sizeof(*st->npf.vals), st->npf.max);
-	for (int i = 0; i < n; i++)
-		npf_take(st, i, false);
-	for (size_t i = 0; i < st->npf.rows.n; i++)
-		virt_sums_begin(&((struct npf_entry *)st->npf.rows.v[i])->sums);
-	for (int i = 0; i < n; i++)
-		npf_take(st, i, true);
-	return n < 0 ? n : 0;
-}
-
-/* The row's words from its sums: count (count word + histogram mass,
- * kvm.h struct kvm_stats), time, histogram. */
-static void npf_row_set(struct npf_entry *e)
-{
-	const uint64_t *w = e->sums.sum;
-	uint64_t v[2] = { w[0], w[1] };
-
-	for (unsigned int b = 0; b < VIRT_HIST_BUCKETS; b++)
-		v[0] += w[2 + b];
-	virt_row_set(&e->k.row, v, 2, &w[2]);
-}
-
-static bool npf_vm_known(struct kvm_state *st, const struct npf_entry *e)
-{
-	char vm[VIRT_NAME_MAX];
-
-	snprintf(vm, sizeof(vm), "%.*s", e->vmlen, e->k.row.name);
-	return virt_table_find_name(&st->vms, vm) != NULL;
+	*tgid = KVM_NPF_TGID(k);
+	*kind = KVM_NPF_KIND(k);
 }
 
 /* Each VM's major time on its own row (virt.kvm.vm.npf_major_time). */
 static void npf_vm_major(struct kvm_state *st)
 {
+	struct kvm_keyed *r = &st->keyed[KVM_KEYED_NPF];
+
 	for (size_t i = 0; i < st->vms.n; i++) {
 		struct vm_entry *vm = kvm_vm_at(st, i);
 
-		vm->npf_on = st->npf.on;
+		vm->npf_on = r->on;
 		vm->npf_major_ns = 0;
 	}
-	for (size_t i = 0; i < st->npf.rows.n; i++) {
-		const struct npf_entry *e = (const struct npf_entry *)st->npf.rows.v[i];
-		char name[VIRT_NAME_MAX];
+	for (size_t i = 0; i < r->rows[0].n; i++) {
+		struct kvm_keyed_row *e = (struct kvm_keyed_row *)r->rows[0].v[i];
 		struct vm_entry *vm;
 
-		if (e->kind != KVM_NPF_MAJOR)
-			continue;
-		snprintf(name, sizeof(name), "%.*s", e->vmlen, e->k.row.name);
-		if ((vm = virt_table_find_name(&st->vms, name)))
+		if (e->kind == KVM_NPF_MAJOR && (vm = kvm_keyed_vm(st, e)))
 			vm->npf_major_ns = e->k.row.v[W_TIME];
 	}
 }
 
-/* (After the VM rows.) Rows of live VMs shown, of exited named VMs
- * retired (the VM restarted under its name continues them), others freed. */
-void kvm_npf_set(struct kvm_state *st)
-{
-	for (size_t i = 0; i < st->npf.rows.n;) {
-		struct npf_entry *e = (struct npf_entry *)st->npf.rows.v[i];
-
-		if (!e->sums.live && !npf_vm_known(st, e)) {
-			virt_table_remove(&st->npf.rows, e);	/* the last entry takes its place */
-			continue;
-		}
-		npf_row_set(e);
-		if (e->sums.live)
-			virt_row_expose(&e->k.row, false);
-		else
-			virt_row_retire(&e->k.row);
-		i++;
-	}
-	npf_vm_major(st);
-}
+const struct kvm_keyed_ops kvm_npf_keyed = {
+	.map = KVM_KEYED_MAP(npfs), .key_size = sizeof(uint64_t),
+	.value_size = sizeof(struct kvm_stats), .tables = &npf_table, .ntables = 1,
+	.kinds = npf_kinds, .nkinds = KVM_NPF_KINDS,
+	.max = npf_max, .decode = npf_decode, .after_set = npf_vm_major,
+};
