@@ -65,7 +65,8 @@ SELECTORS = {
 # per-VM heatmaps ("<vm with '_' for '-'>::lo-hi") repeat over the selector
 # vmbuckets instead: Grafana cannot turn the picked web-01 into web_01.
 VM = ("vm", "VM", "virt.kvm.vm.name")
-VM_FILTER = {"virt.kvm.vm.run_delay_by": "/", "virt.kvm.vm.npf.": "/", "virt.kvm.vm.kvm_stat.count": "/exits$", "virt.kvm.vm.": "$",
+VM_FILTER = {"virt.kvm.vm.run_delay_by": "/", "virt.kvm.vm.npf.": "/",
+             "virt.kvm.vm.irq.": "/", "virt.kvm.vm.timer.": "/", "virt.kvm.vm.kvm_stat.count": "/exits$", "virt.kvm.vm.": "$",
              "virt.kvm.vcpu.": "/", "virt.kvm.pio.": "/", "virt.kvm.msr.": "/", "virt.kvm.cpuid.": "/",
              "virt.kvm.mmio.": "/", "virt.vhost.": "/"}
 # The VM picker (Valkey): the values of the label vm_name the agent puts on
@@ -122,6 +123,16 @@ ROWS = [
          ["virt.kvm.vm.npf_major_time"], "percentunit"),
         ("major nested-paging fault latency (npf = true; ns)", "heatmap",
          ["virt.kvm.vm.npf.latency"], "ns", "vmbuckets", "/major"),
+        # interrupts into the guest and its TSC-deadline timers ([kvm]
+        # interrupts, timer_lateness): "<vm>/<kind>", "<vm>/late|early"
+        ("interrupts/s by kind (<vm>/<kind>; interrupts = true)", "stack",
+         ["virt.kvm.vm.irq.count"], "ops"),
+        ("interrupt delivery latency p99 by kind (interrupts = true)", "graph",
+         ["virt.kvm.vm.irq.latency_p99"], "ns"),
+        ("device interrupt (MSI) delivery latency (interrupts = true; ns)", "heatmap",
+         ["virt.kvm.vm.irq.latency"], "ns", "vmbuckets", "/device"),
+        ("guest timers fired late: how late (timer_lateness = true; ns)", "heatmap",
+         ["virt.kvm.vm.timer.lateness"], "ns", "vmbuckets", "/late"),
         ("run delay p99 per VM (one wait)", "graph", ["virt.kvm.vm.run_delay_p99"], "ns"),
         ("time in exits per VM, share of one CPU", "graph", ["virt.kvm.vm.exit_time"], "percentunit"),
         ("halts/s per VM: all, ended by polling, slept", "graph",

@@ -57,12 +57,16 @@ INDOM_PREFIX = {"KVM_VM": ["web", "web-01"], "KVM_VCPU": ["web/vcpu0", "web-01/v
                 "KVM_CPUID": ["web/0x0", "web/0x40000001", "web-01/0x0"],
                 "KVM_MMIO": ["web/0xfee00300/wr", "web-01/0xfebf0000/rd"],
                 "KVM_VM_STAT": ["web/exits", "web/io_exits", "web-01/exits"],
-                "KVM_NPF": ["web/major", "web/minor", "web-01/major"]}
+                "KVM_NPF": ["web/major", "web/minor", "web-01/major"],
+                "KVM_IRQ": ["web/device", "web/timer", "web-01/device"], "KVM_IRQ_VM": ["web", "web-01"],
+                "KVM_TIMER": ["web/late", "web/early", "web-01/late"]}
 # histograms whose prefixes are not the family's: KVM's per-vCPU statistics
 # (two of web's vCPU 0, one of web-01's)
 HIST_PREFIX = {"KVM_VCPU_STAT_HIST": ["web/vcpu0/halt_wait_hist", "web/vcpu0/halt_poll_fail_hist",
                                       "web-01/vcpu0/halt_wait_hist"],
-               "KVM_NPF_HIST": ["web/major", "web/minor", "web-01/major"]}
+               "KVM_NPF_HIST": ["web/major", "web/minor", "web-01/major"],
+               "KVM_IRQ_HIST": ["web/device", "web/timer", "web-01/device"],
+               "KVM_TIMER_HIST": ["web/late", "web/early", "web-01/late"]}
 # (metric, instance): its values at records 0, 1, 2
 SERIES = {("virt.kvm.pio.count", "web/0x3f8/out"): (13, 14, 24),
           ("virt.kvm.vm.exits_unseen", "web-01"): (26, 26, 26),
