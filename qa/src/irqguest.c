@@ -23,6 +23,11 @@
  *   -w SECS after the summary, linger SECS seconds (the process, and so
  *           its per-process counts, stay)
  *   -- ARGS ignored (a QEMU's VM identity, as kvmguest's)
+ * A guest that takes no interrupt for STALL_S seconds is stalled: each
+ * vCPU thread, stopped by a signal (KVM_RUN returns EINTR), prints
+ * "stall vcpu I: ..." (its rip, mp_state, pending event, the LAPIC's
+ * IRR/ISR word of vectors 0x40-0x5f, its TSC deadline) and runs on: what
+ * KVM held when it stopped delivering.
  * The summary ends with "irqs K" (the guest's handlers' count, which must
  * be N, 2N or N) and "status 0". The VM: KVM_CREATE_IRQCHIP, no PIT, 64 KiB
  * of RAM at GPA 0, the image at 0x1000, real mode; the guest's APIC in
@@ -35,6 +40,8 @@
 #include <fcntl.h>
 #include <linux/kvm.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -55,6 +62,10 @@
 #define APIC_BSP	(1u << 8)
 #define MSI_GSI		24
 #define V_DEVICE	0x43
+#define MSR_TSC_DEADLINE 0x6e0
+#define STALL_S		10
+#define APIC_ISR	0x100	/* + 0x10 per 32 vectors (KVM_GET_LAPIC's layout) */
+#define APIC_IRR	0x200
 
 enum mode { MODE_TIMER, MODE_IPI, MODE_DEVICE };
 
@@ -79,6 +90,7 @@ static size_t run_size;
 static volatile struct params *prm;
 static enum mode mode = MODE_TIMER;
 static unsigned long n_irqs, delta, linger;
+static atomic_int stall_dump, vcpus_done;
 
 static _Noreturn void die(const char *fmt, ...)
 {
@@ -170,20 +182,59 @@ static void vcpu_setup(struct vcpu *v)
 		die("KVM_SET_MP_STATE");
 }
 
+static uint32_t lapic_word(const struct kvm_lapic_state *l, unsigned int off)
+{
+	uint32_t w;
+
+	memcpy(&w, l->regs + off, sizeof(w));
+	return w;
+}
+
+/* what KVM holds for this stopped vCPU (its own thread: vCPU ioctls) */
+static void stall_report(const struct vcpu *v)
+{
+	struct {
+		struct kvm_msrs m;
+		struct kvm_msr_entry e[1];
+	} msrs = { .m.nmsrs = 1, .e[0].index = MSR_TSC_DEADLINE };
+	struct kvm_mp_state mp = { 0 };
+	struct kvm_vcpu_events ev = { 0 };
+	struct kvm_lapic_state lapic = { 0 };
+	struct kvm_regs regs = { 0 };
+
+	ioctl(v->fd, KVM_GET_REGS, &regs);
+	ioctl(v->fd, KVM_GET_MP_STATE, &mp);
+	ioctl(v->fd, KVM_GET_VCPU_EVENTS, &ev);
+	ioctl(v->fd, KVM_GET_LAPIC, &lapic);
+	ioctl(v->fd, KVM_GET_MSRS, &msrs);
+	printf("stall vcpu %u: rip 0x%llx rflags 0x%llx mp_state %u injected %u nr 0x%x shadow %u"
+	       " irr 0x%08x isr 0x%08x tsc_deadline %llu irqs %u\n",
+	       v->id, (unsigned long long)regs.rip, (unsigned long long)regs.rflags, mp.mp_state,
+	       ev.interrupt.injected, ev.interrupt.nr, ev.interrupt.shadow,
+	       lapic_word(&lapic, APIC_IRR + 0x20), lapic_word(&lapic, APIC_ISR + 0x20),
+	       (unsigned long long)msrs.e[0].data, prm->irqs);
+	fflush(stdout);
+}
+
 /* KVM_RUN until the guest's out to DONE_PORT; an interrupted run (a
- * signal) runs again, anything else is an error. */
+ * signal) runs again, after a stall report if one was asked for; anything
+ * else is an error. */
 static void *vcpu_run(void *arg)
 {
 	struct vcpu *v = arg;
 
 	for (;;) {
 		if (ioctl(v->fd, KVM_RUN, NULL) < 0) {
-			if (errno == EINTR)
-				continue;
-			die("KVM_RUN vcpu %u", v->id);
+			if (errno != EINTR)
+				die("KVM_RUN vcpu %u", v->id);
+			if (atomic_load(&stall_dump))
+				stall_report(v);
+			continue;
 		}
-		if (v->run->exit_reason == KVM_EXIT_IO && v->run->io.port == DONE_PORT)
+		if (v->run->exit_reason == KVM_EXIT_IO && v->run->io.port == DONE_PORT) {
+			atomic_fetch_add(&vcpus_done, 1);
 			return NULL;
+		}
 		errno = 0;
 		die("vcpu %u: exit reason %u (port 0x%x)", v->id, v->run->exit_reason,
 		    v->run->io.port);
@@ -229,6 +280,34 @@ static void device_irqs(int efd)
 		if (write(efd, &one, sizeof(one)) != sizeof(one))
 			die("write irqfd");
 	}
+}
+
+static void on_sigusr1(int sig)
+{
+	(void)sig;
+}
+
+/* Until all vCPUs are done: a guest whose IRQS did not move for STALL_S
+ * seconds gets its vCPUs stopped and reported, once per stall. */
+static void *watchdog(void *arg)
+{
+	const struct vcpu *v = arg;
+	unsigned int nvcpus = mode == MODE_IPI ? 2 : 1, last = prm->irqs, still = 0;
+
+	while ((unsigned int)atomic_load(&vcpus_done) < nvcpus) {
+		sleep(1);
+		if (prm->irqs != last) {
+			last = prm->irqs;
+			still = 0;
+			continue;
+		}
+		if (++still != STALL_S)
+			continue;
+		atomic_store(&stall_dump, 1);
+		for (unsigned int i = 0; i < nvcpus; i++)
+			pthread_kill(v[i].th, SIGUSR1);
+	}
+	return NULL;
 }
 
 static void summary(int vcpu0)
@@ -278,6 +357,8 @@ int main(int argc, char **argv)
 {
 	const char *bin = NULL;
 	struct vcpu v[2] = { { .id = 0 }, { .id = 1 } };
+	struct sigaction sa = { .sa_handler = on_sigusr1 };
+	pthread_t wd;
 	struct kvm_userspace_memory_region mr = { .memory_size = MEM_SIZE };
 	unsigned int nvcpus;
 	int opt, efd = -1;
@@ -324,11 +405,17 @@ int main(int argc, char **argv)
 		efd = irqfd_setup();
 	for (unsigned int i = 0; i < nvcpus; i++)
 		vcpu_setup(&v[i]);
+	/* no SA_RESTART: the signal ends KVM_RUN with EINTR */
+	if (sigaction(SIGUSR1, &sa, NULL) < 0)
+		die("sigaction");
 	for (unsigned int i = 0; i < nvcpus; i++)
 		if ((errno = pthread_create(&v[i].th, NULL, vcpu_run, &v[i])))
 			die("pthread_create");
+	if ((errno = pthread_create(&wd, NULL, watchdog, v)))
+		die("pthread_create");
 	if (mode == MODE_DEVICE)
 		device_irqs(efd);
+	pthread_join(wd, NULL);		/* first: it signals the vCPU threads */
 	for (unsigned int i = 0; i < nvcpus; i++)
 		pthread_join(v[i].th, NULL);
 	summary(v[0].fd);
