@@ -14,7 +14,8 @@
  *   MODE_DEVICE (vCPU 0): sti; hlt until the handler of vector 0x43 (the
  *     VMM's MSI through an irqfd) ran N times (by IRQS: the VMM sends the
  *     next once IRQS moved, which can be before this loop saw FIRED)
- * Each handler counts in IRQS and EOIs. A vCPU done writes to DONE_PORT
+ * Each waits for its interrupt with sti; hlt, or with POLL (-p) in a pause
+ * loop with interrupts on. Each handler counts in IRQS and EOIs. A vCPU done writes to DONE_PORT
  * (a KVM_EXIT_IO: the VMM stops running it). */
 #define CODE		0x1000
 #define PARAMS		0x3000
@@ -30,6 +31,7 @@
 #define SENT		(PARAMS + 0x30)
 #define LAT_SUM		(PARAMS + 0x38)
 #define READY1		(PARAMS + 0x40)		/* vCPU 1's APIC is on */
+#define POLL		(PARAMS + 0x44)		/* wait in a pause loop, not hlt */
 #define MODE_TIMER	0
 #define MODE_IPI	1
 #define MODE_DEVICE	2
@@ -65,14 +67,23 @@
 	adcl	%edx, \to + 4
 	.endm
 
-	/* sti; hlt until the dword at flag is set, then clear it */
+	/* until the dword at flag is set, then clear it: sti; hlt, or with
+	 * POLL a pause loop with interrupts on */
 	.macro	WAIT flag
-1:	sti
+	cmpl	$0, POLL
+	jne	8f
+7:	sti
 	hlt
 	cli
 	cmpl	$0, \flag
-	je	1b
-	movl	$0, \flag
+	je	7b
+	jmp	9f
+8:	sti
+	pause
+	cmpl	$0, \flag
+	je	8b
+	cli
+9:	movl	$0, \flag
 	.endm
 
 	.code16
