@@ -1,6 +1,6 @@
 #!/bin/bash
 # Interrupt delivery latency ([kvm] interrupts) overhead, run inside the
-# test VM (bench/run irq). Workload: irqguest -J N (qa/src/irqguest.c): two
+# test VM (bench/run irq). Workload: irqguest -p -J N (qa/src/irqguest.c): two
 # vCPUs of an in-kernel irqchip ping-pong N times, one IPI in flight, so
 # 2N IPIs per run, each an x2APIC ICR write (an MSR exit) that KVM delivers
 # in the kernel: kvm_apic_ipi (the kind's marker), __apic_accept_irq and,
@@ -10,7 +10,9 @@
 # three but the VMM polls the guest with usleep(100) between two, and -T
 # (timers) runs four but waits its deadline each time: both spend most of
 # a run waiting, so fewer hook runs per second of run and noisier pairs.
-# BENCH_IRQS = N (round trips; events = 2N IPIs).
+# BENCH_IRQS = N (round trips; events = 2N IPIs). The guest polls for its
+# IPIs (-p): in the test VM a vCPU halted in hlt now and then never gets
+# its interrupt (qa/src/irqguest.c), and a run of thousands would hang.
 # Configurations: the empty floor on the same hooks (the tp_btf kvm_exit
 # and kvm_entry pair plus the seven interrupt hooks, each of the family's
 # program type: empty_irq) and the pair alone (empty_btf), the agent
@@ -24,8 +26,8 @@ P=${BENCH_PAIRS:-5}
 . "$top/bench/kvmsetup.sh"
 R=${BENCH_IRQS:-5000}
 N=$((2 * R))
-irqguest -J 100 > /dev/null || exit 1		# warm-up, and irqguest works
-run_ns() { irqguest -J "$R" | awk '$1 == "run_ns" {print $2}'; }
+irqguest -p -J 100 > /dev/null || exit 1		# warm-up, and irqguest works
+run_ns() { irqguest -p -J "$R" | awk '$1 == "run_ns" {print $2}'; }
 # the programs on the interrupt hooks, by the names of bench/empty.bpf.c's
 # and bpf/kvm.bpf.c's (virt_kvm_tp_btf_irq_<hook>)
 irq_hooks='irq_(accept|timer_expired|inject|ipi|pv_ipi|msi|lvt)$'
