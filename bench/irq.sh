@@ -24,7 +24,7 @@ set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 P=${BENCH_PAIRS:-5}
 . "$top/bench/kvmsetup.sh"
-R=${BENCH_IRQS:-5000}
+R=${BENCH_IRQS:-1000}
 N=$((2 * R))
 irqguest -p -J 100 > /dev/null || exit 1		# warm-up, and irqguest works
 run_ns() { irqguest -p -J "$R" | awk '$1 == "run_ns" {print $2}'; }
