@@ -31,6 +31,30 @@ int BPF_PROG(empty_npf_entry) { return 0; }
 SEC("tp_btf/kvm_page_fault")
 int BPF_PROG(empty_npf_page_fault) { return 0; }
 
+/* The floor of interrupt delivery latency ([kvm] interrupts = true,
+ * bench/irq.sh, emptyload irq): the tp_btf pair and the seven hooks the
+ * option attaches (pmda/kvm.c "irq_*", bpf/kvm.bpf.c), empty, each of the
+ * program type the family uses; the names end as the family's do
+ * (virt_kvm_tp_btf_irq_*), so one pattern picks the hooks of both. */
+SEC("tp_btf/kvm_exit")
+int BPF_PROG(empty_irq_exit) { return 0; }
+SEC("tp_btf/kvm_entry")
+int BPF_PROG(empty_irq_entry) { return 0; }
+SEC("fentry/__apic_accept_irq")
+int BPF_PROG(empty_irq_accept) { return 0; }
+SEC("fentry/apic_timer_expired")
+int BPF_PROG(empty_irq_timer_expired) { return 0; }
+SEC("tp_btf/kvm_inj_virq")
+int BPF_PROG(empty_irq_inject) { return 0; }
+SEC("tp_btf/kvm_apic_ipi")
+int BPF_PROG(empty_irq_ipi) { return 0; }
+SEC("fentry/kvm_pv_send_ipi")
+int BPF_PROG(empty_irq_pv_ipi) { return 0; }
+SEC("tp_btf/kvm_msi_set_irq")
+int BPF_PROG(empty_irq_msi) { return 0; }
+SEC("fentry/kvm_apic_local_deliver")
+int BPF_PROG(empty_irq_lvt) { return 0; }
+
 /* The floor of the kvm family's scheduler hooks (sched = true): the same
  * three tp_btf tracepoints, empty (bench/sched.sh, emptyload sched). */
 SEC("tp_btf/sched_switch")

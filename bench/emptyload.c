@@ -1,5 +1,6 @@
 /* emptyload btf|raw|tp: attach the empty program pair of that method on
  * kvm_exit + kvm_entry; emptyload npf: the tp_btf pair and kvm_page_fault;
+ * emptyload irq: the tp_btf pair and the seven interrupt hooks;
  * emptyload sched: empty tp_btf programs on
  * sched_switch, sched_wakeup and sched_migrate_task; emptyload blk_<block>: one building block alone on
  * kvm_entry (bench/blocks.sh). Print "attached", hold until SIGTERM/SIGINT. */
@@ -25,7 +26,7 @@ int main(int argc, char **argv)
 	char prefix[32];
 
 	if (argc != 2) {
-		fprintf(stderr, "usage: emptyload btf|raw|tp|npf|sched|blk_<block>\n");
+		fprintf(stderr, "usage: emptyload btf|raw|tp|npf|irq|sched|blk_<block>\n");
 		return 2;
 	}
 	snprintf(prefix, sizeof(prefix), "empty_%s_", argv[1]);

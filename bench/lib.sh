@@ -8,7 +8,9 @@
 # it then replaces EVENTS for that run. prog_per_event also keeps, per
 # start, the ns per program run over all the configuration's programs
 # ($work/CFG.perrun) and per program "name ns/run ns/event runs/event"
-# ($work/CFG.perprog).
+# ($work/CFG.perprog) and, when the configuration's start_cfg set hooks_re
+# (an awk pattern of program names), the ns per event of the programs it
+# matches, per start ($work/CFG.hooks: the median over its runs).
 
 # wait_for FILE PATTERN SECONDS
 wait_for()
@@ -141,7 +143,7 @@ measure_all()
 prog_per_event()
 {
 	local t0 t1 c0 c1 runs ev id pr=$work/perrun.tmp pp=$work/perprog.tmp
-	: > $pr; : > $pp
+	: > $pr; : > $pp; : > $work/hooks.tmp
 	for id in $cfg_ids; do echo "$id $(prog_fullname $id)"; done > $work/names
 	sysctl -q -w kernel.bpf_stats_enabled=1
 	runs=$(for _ in $(seq 1 ${BENCH_PROG_RUNS:-3}); do
@@ -159,9 +161,15 @@ prog_per_event()
 			  printf "%s %d %d %.3f\n", (($1 in name) ? name[$1] : $2), ((dc > 0) ? dt / dc : 0), dt / ev, dc / ev }' \
 			$work/names $work/pt0 $work/pt1 >> $pp
 		awk -v c=$((c1 - c0)) -v n=$ev 'BEGIN { printf "program runs per event: %.2f\n", c / n }' >&2
+		[ -z "${hooks_re:-}" ] || awk -v ev=$ev -v re="$hooks_re" '
+			FILENAME ~ /names$/ { name[$1] = $2; next }
+			FILENAME ~ /pt0$/ { t[$1] = $3; next }
+			(($1 in name) ? name[$1] : $2) ~ re { s += $3 - t[$1] }
+			END { printf "%d\n", s / ev }' $work/names $work/pt0 $work/pt1 >> $work/hooks.tmp
 	done)
 	sysctl -q -w kernel.bpf_stats_enabled=0
 	median < $pr >> $work/${cfg:-prog}.perrun
+	[ -z "${hooks_re:-}" ] || median < $work/hooks.tmp >> $work/${cfg:-prog}.hooks
 	cat $pp >> $work/${cfg:-prog}.perprog
 	echo "${cfg:-prog} prog per event, each run: $(echo $runs); ns per program run: $(tr '\n' ' ' < $pr)" >&2
 	sed "s/^/${cfg:-prog} program (ns\/run ns\/event runs\/event): /" $pp >&2

@@ -35,8 +35,9 @@
  * "stall vcpu I: ..." (its rip, mp_state, pending event, the LAPIC's
  * IRR/ISR word of vectors 0x40-0x5f, its TSC deadline) and runs on: what
  * KVM held when it stopped delivering.
- * The summary ends with "irqs K" (the guest's handlers' count, which must
- * be N, 2N or N) and "status 0". The VM: KVM_CREATE_IRQCHIP, no PIT, 64 KiB
+ * The summary ends with "run_ns T" (wall ns from starting the vCPUs to
+ * both done: bench/irq.sh's run time), "irqs K" (the guest's handlers'
+ * count, which must be N, 2N or N) and "status 0". The VM: KVM_CREATE_IRQCHIP, no PIT, 64 KiB
  * of RAM at GPA 0, the image at 0x1000, real mode; the guest's APIC in
  * x2APIC mode (IA32_APIC_BASE set here; CPUID leaf 1 says x2APIC and
  * TSC-deadline), so no LAPIC MMIO. Not a kvmguest option: kvmguest's guest
@@ -58,6 +59,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MEM_SIZE	0x10000
@@ -319,7 +321,15 @@ static void *watchdog(void *arg)
 	return NULL;
 }
 
-static void summary(int vcpu0)
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void summary(int vcpu0, uint64_t run_ns)
 {
 	int khz = ioctl(vcpu0, KVM_GET_TSC_KHZ, 0);
 
@@ -331,7 +341,8 @@ static void summary(int vcpu0)
 		       (unsigned long long)prm->lat_sum);
 	else
 		printf("device_irqs %lu\n", n_irqs);
-	printf("tsc_khz %d\nirqs %u\nstatus 0\n", khz, prm->irqs);
+	printf("tsc_khz %d\nrun_ns %llu\nirqs %u\nstatus 0\n", khz,
+	       (unsigned long long)run_ns, prm->irqs);
 	fflush(stdout);
 }
 
@@ -371,6 +382,7 @@ int main(int argc, char **argv)
 	struct kvm_userspace_memory_region mr = { .memory_size = MEM_SIZE };
 	unsigned int nvcpus;
 	int opt, efd = -1;
+	uint64_t t0;
 	uint8_t *mem;
 
 	while ((opt = getopt(argc, argv, "T:J:D:pb:w:")) != -1) {
@@ -419,6 +431,7 @@ int main(int argc, char **argv)
 	/* no SA_RESTART: the signal ends KVM_RUN with EINTR */
 	if (sigaction(SIGUSR1, &sa, NULL) < 0)
 		die("sigaction");
+	t0 = now_ns();
 	for (unsigned int i = 0; i < nvcpus; i++)
 		if ((errno = pthread_create(&v[i].th, NULL, vcpu_run, &v[i])))
 			die("pthread_create");
@@ -429,7 +442,7 @@ int main(int argc, char **argv)
 	pthread_join(wd, NULL);		/* first: it signals the vCPU threads */
 	for (unsigned int i = 0; i < nvcpus; i++)
 		pthread_join(v[i].th, NULL);
-	summary(v[0].fd);
+	summary(v[0].fd, now_ns() - t0);
 	if (linger)
 		sleep((unsigned int)linger);
 	return 0;

@@ -1,0 +1,91 @@
+#!/bin/bash
+# Interrupt delivery latency ([kvm] interrupts) overhead, run inside the
+# test VM (bench/run irq). Workload: irqguest -p -J N (qa/src/irqguest.c): two
+# vCPUs of an in-kernel irqchip ping-pong N times, one IPI in flight, so
+# 2N IPIs per run, each an x2APIC ICR write (an MSR exit) that KVM delivers
+# in the kernel: kvm_apic_ipi (the kind's marker), __apic_accept_irq and,
+# at the target's next entry, kvm_inj_virq: three of the option's seven
+# programs per IPI, with nothing in the loop but the guest (no VMM
+# syscall, no timer to wait for). -D (MSIs through an irqfd) runs the same
+# three but the VMM polls the guest with usleep(100) between two, and -T
+# (timers) runs four but waits its deadline each time: both spend most of
+# a run waiting, so fewer hook runs per second of run and noisier pairs.
+# BENCH_IRQS = N (round trips; events = 2N IPIs). The guest polls for its
+# IPIs (-p): in the test VM a vCPU halted in hlt now and then never gets
+# its interrupt (qa/src/irqguest.c), and a run of thousands would hang.
+# Configurations: the empty floor on the same hooks (the tp_btf kvm_exit
+# and kvm_entry pair plus the seven interrupt hooks, each of the family's
+# program type: empty_irq) and the pair alone (empty_btf), the agent
+# without interrupts (virt) and with them (virt_irq), and bpftrace timing
+# the same deliveries (bench/irq.bt). Rows as npf.sh's, and a second table:
+# the interrupt hooks' own ns per IPI (the programs named *irq_<hook>, or
+# all of bpftrace's), against the empty hooks' and bpftrace's.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+P=${BENCH_PAIRS:-5}
+. "$top/bench/kvmsetup.sh"
+R=${BENCH_IRQS:-1000}
+N=$((2 * R))
+irqguest -p -J 100 > /dev/null || exit 1		# warm-up, and irqguest works
+run_ns() { irqguest -p -J "$R" | awk '$1 == "run_ns" {print $2}'; }
+# the programs on the interrupt hooks, by the names of bench/empty.bpf.c's
+# and bpf/kvm.bpf.c's (virt_kvm_tp_btf_irq_<hook>)
+irq_hooks='irq_(accept|timer_expired|inject|ipi|pv_ipi|msi|lvt)$'
+
+# hooks_re: read by lib.sh's prog_per_event
+# shellcheck disable=SC2034
+start_cfg()
+{
+	hooks_re=$irq_hooks
+	case $1 in
+	empty_*) start_empty "${1#empty_}" ;;
+	virt) start_agent kvm ;;
+	virt_irq) start_agent kvm "interrupts = true" ;;
+	# not in the default list: with the timer's lateness too (no timer
+	# fires under -J: the cost of loading it, nothing per IPI)
+	virt_irq_timer) start_agent kvm "interrupts = true" "timer_lateness = true" ;;
+	bpftrace)
+		hooks_re=.
+		bpftrace "$top/bench/irq.bt" > $work/out 2>&1 & pid=$!
+		wait_for $work/out Attaching 120 && sleep 1 ;;
+	esac
+}
+
+measure_all $N ${BENCH_CONFIGS:=empty_btf empty_irq virt virt_irq bpftrace}
+
+floor=$(col empty_irq 2) bt=$(col bpftrace 2)
+pfloor=$(col empty_irq 5) pbt=$(col bpftrace 5)
+echo "interrupts overhead: irqguest -J $R, $N IPIs per run, $P pairs per configuration, prog over ${BENCH_PROG_STARTS:-1} start(s), $(nproc) vCPU TCG VM"
+echo "wall: added ns per IPI from paired runs (median, min..max); prog: ns per IPI inside BPF programs (bpf_stats)"
+printf '%-14s %10s %16s %7s %7s %8s %12s %7s %7s\n' config "wall" "min..max" "/floor" "/bpftr" "prog" "min..max" "/floor" "/bpftr"
+while read -r cfg med lo hi prog plo phi; do
+	printf '%-14s %10s %16s %7s %7s %8s %12s %7s %7s\n' $cfg $med "$lo..$hi" \
+		"$(ratio $med "$floor")" "$(ratio $med "$bt")" $prog "$plo..$phi" "$(ratio $prog "$pfloor")" \
+		"$(ratio $prog "$pbt")"
+done < $work/summary
+
+# the hooks alone: ns per IPI in the programs on the interrupt hooks
+# (median over the starts; the kvm_exit/kvm_entry programs left out)
+echo "interrupt hooks alone: ns per IPI in the programs on the seven hooks (bpftrace: all its programs), median over the starts (min..max)"
+printf '%-14s %8s %12s %7s %7s\n' config hooks "min..max" "/floor" "/bpftr"
+hfloor="" hbt=""
+[ -s $work/empty_irq.hooks ] && hfloor=$(spread < $work/empty_irq.hooks | cut -d' ' -f1)
+[ -s $work/bpftrace.hooks ] && hbt=$(spread < $work/bpftrace.hooks | cut -d' ' -f1)
+for cfg in $BENCH_CONFIGS; do
+	[ -s $work/$cfg.hooks ] || continue
+	read -r h hlo hhi <<< "$(spread < $work/$cfg.hooks)"
+	printf '%-14s %8s %12s %7s %7s\n' $cfg $h "$hlo..$hhi" "$(ratio $h "$hfloor")" "$(ratio $h "$hbt")"
+done
+# per program: ns/run and runs per IPI, median over every run of every start
+echo "per program (median over the runs): ns/run, ns/IPI, runs/IPI"
+for cfg in $BENCH_CONFIGS; do
+	[ -s $work/$cfg.perprog ] || continue
+	awk -v c=$cfg '{ n[$1]++; r[$1, n[$1]] = $2; e[$1, n[$1]] = $3; k[$1, n[$1]] = $4 }
+		function med(a, p, m,   i, j, t, v) {
+			for (i = 1; i <= m; i++) v[i] = a[p, i]
+			for (i = 2; i <= m; i++) for (j = i; j > 1 && v[j-1] + 0 > v[j] + 0; j--) { t = v[j]; v[j] = v[j-1]; v[j-1] = t }
+			return v[int((m + 1) / 2)] }
+		END { for (p in n) printf "  %-14s %-36s %8d %8d %6.2f\n", c, p, med(r, p, n[p]), med(e, p, n[p]), med(k, p, n[p]) }' \
+		$work/$cfg.perprog | sort -k2
+done
+rm -rf $work
