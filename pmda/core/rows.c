@@ -172,6 +172,57 @@ void virt_row_rebase(struct virt_row *r)
 	virt_sums_rebase(&h);
 }
 
+/*
+ * A culled name stays in the pmdaCache (a PMDA_CACHE_EMPTY entry, ~150
+ * bytes) until the cache's hash table next doubles or PMDA_CACHE_REORG:
+ * with names that never come back (pids), memory that grows with the
+ * names ever culled. REORG frees them, but PCP 6.0.3's also frees a culled
+ * entry of the highest instance id, after which the cache appends (a use
+ * after free in the next pmdaCacheStore, valgrind): a domain is
+ * reorganised only while its highest id, the last an add returned, is
+ * not culled.
+ */
+#define REORG_CULLED 64
+
+static struct culls {
+	pmInDom indom;
+	int top;			/* highest instance id seen */
+	unsigned int culled;		/* since the last REORG */
+} culls[VIRT_NINDOMS + 8];
+
+static struct culls *culls_of(pmInDom indom)
+{
+	for (size_t i = 0; i < sizeof(culls) / sizeof(culls[0]); i++) {
+		if (culls[i].indom == indom)
+			return &culls[i];
+		if (!culls[i].indom) {
+			culls[i] = (struct culls){ .indom = indom, .top = -1 };
+			return &culls[i];
+		}
+	}
+	return NULL;
+}
+
+static void note_inst(pmInDom indom, int inst)
+{
+	struct culls *c = culls_of(indom);
+
+	if (c && inst > c->top)
+		c->top = inst;
+}
+
+static void cull(pmInDom indom, const char *name)
+{
+	struct culls *c = culls_of(indom);
+
+	if (pmdaCacheStore(indom, PMDA_CACHE_CULL, name, NULL) < 0 || !c)
+		return;
+	if (++c->culled < REORG_CULLED || pmdaCacheLookup(indom, c->top, NULL, NULL) < 0)
+		return;
+	pmdaCacheOp(indom, PMDA_CACHE_REORG);
+	c->culled = 0;
+}
+
 void virt_row_expose(struct virt_row *r, bool always)
 {
 	char name[VIRT_NAME_MAX + 64];
@@ -180,6 +231,7 @@ void virt_row_expose(struct virt_row *r, bool always)
 		r->inst = pmdaCacheStore(r->indom, PMDA_CACHE_ADD, r->name, r);
 		if (r->inst < 0)
 			pmNotifyErr(LOG_ERR, "instance %s: %s", r->name, pmErrStr(r->inst));
+		note_inst(r->indom, r->inst);
 	}
 	if (r->hindom == PM_INDOM_NULL)
 		return;
@@ -190,6 +242,7 @@ void virt_row_expose(struct virt_row *r, bool always)
 			continue;
 		virt_bucket_name(name, sizeof(name), r->name, b);
 		inst = pmdaCacheStore(r->hindom, PMDA_CACHE_ADD, name, &r->hist[b]);
+		note_inst(r->hindom, inst);
 		if (inst >= 0)
 			r->exposed |= (uint64_t)1 << b;	/* else: again next refresh */
 	}
@@ -201,14 +254,17 @@ void virt_row_expose(struct virt_row *r, bool always)
  * pmlogger archive holds one instance, not two of one name. Hidden names
  * are bounded per instance domain (VIRT_HIDDEN_MAX): past it, a retired
  * name is culled (pmdaCachePurge culls only entries PMDA_CACHE_SAVE
- * stamped, so it cannot age them out). *hidden: the domain's hidden
- * names, counted once per retire (PMDA_CACHE_SIZE_INACTIVE walks the
- * cache). */
+ * stamped, so it cannot age them out); a released row's are culled
+ * (virt_row_release). *hidden: the domain's hidden names, counted once
+ * per retire (PMDA_CACHE_SIZE_INACTIVE walks the cache). */
 static void hide(pmInDom indom, const char *name, int *hidden)
 {
 	bool keep = *hidden < VIRT_HIDDEN_MAX;
 
-	pmdaCacheStore(indom, keep ? PMDA_CACHE_HIDE : PMDA_CACHE_CULL, name, NULL);
+	if (keep)
+		pmdaCacheStore(indom, PMDA_CACHE_HIDE, name, NULL);
+	else
+		cull(indom, name);
 	*hidden += keep;
 }
 
@@ -233,9 +289,29 @@ void virt_row_retire(struct virt_row *r)
 	r->exposed = 0;
 }
 
+/* A name retire hid, unless a row has it again. */
+static void cull_hidden(pmInDom indom, const char *name)
+{
+	if (pmdaCacheLookupName(indom, name, NULL, NULL) == PMDA_CACHE_INACTIVE)
+		cull(indom, name);
+}
+
+/* Gone for good (an unnamed VM, a queue of an exited VMM): its names are
+ * not kept hidden for a return, ~150 bytes each for as long as the agent
+ * runs (qa 504: some 30 names per VM that came and went). */
 void virt_row_release(struct virt_row *r)
 {
+	char name[VIRT_NAME_MAX + 64];
+
 	virt_row_retire(r);
+	if (r->indom != PM_INDOM_NULL)
+		cull_hidden(r->indom, r->name);
+	for (unsigned int b = 0; r->hindom != PM_INDOM_NULL && b < VIRT_HIST_BUCKETS; b++) {
+		if (!r->hist[b])
+			continue;
+		virt_bucket_name(name, sizeof(name), r->name, b);
+		cull_hidden(r->hindom, name);
+	}
 	free(r->hbase);
 	r->hbase = NULL;
 }

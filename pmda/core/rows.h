@@ -83,12 +83,12 @@ void virt_row_rebase(struct virt_row *r);
  * buckets visible. A row with indom PM_INDOM_NULL has only histogram
  * instances (e.g. a second histogram of another row's instance). */
 void virt_row_expose(struct virt_row *r, bool always);
-/* Remove the row's instances from the instance domains (culled, so ids and
- * memory do not grow with short-lived VMs or queues). The row keeps its
- * counts: it may come back (a queue seen again). */
+/* Remove the row's instances from the instance domains (hidden: a row that
+ * comes back under its name gets its ids back). The row keeps its counts:
+ * it may come back (a queue seen again). */
 void virt_row_retire(struct virt_row *r);
 /* Retire the row for good and free what it allocated, before the memory
- * holding it is freed. */
+ * holding it is freed. Its instance names are culled, not kept hidden. */
 void virt_row_release(struct virt_row *r);
 
 /* Resolve a fetch: the row behind inst of indom (NULL if none). */

@@ -444,6 +444,9 @@ int main(void)
 	CHECK(pmdaCacheLookupName(hindom, "vm1::8-15", &hnow, NULL) == PMDA_CACHE_ACTIVE && hnow == hwas);
 	virt_row_release(&r);
 	CHECK(r.hbase == NULL && r.exposed == 0);
+	/* gone for good: its names are culled, not kept hidden */
+	CHECK(pmdaCacheLookupName(indom, "vm1", NULL, NULL) < 0);
+	CHECK(pmdaCacheLookupName(hindom, "vm1::8-15", NULL, NULL) < 0);
 
 	/* a row without percentiles never has a window */
 	virt_row_init(&r, indom, hindom, "vm2");
