@@ -53,16 +53,9 @@ start_cfg()
 
 measure_all $N ${BENCH_CONFIGS:=empty_btf empty_irq virt virt_irq bpftrace}
 
-floor=$(col empty_irq 2) bt=$(col bpftrace 2)
-pfloor=$(col empty_irq 5) pbt=$(col bpftrace 5)
-echo "interrupts overhead: irqguest -J $R, $N IPIs per run, $P pairs per configuration, prog over ${BENCH_PROG_STARTS:-1} start(s), $(nproc) vCPU TCG VM"
+echo "interrupts overhead: irqguest -p -J $R, $N IPIs per run, $P pairs per configuration, prog over ${BENCH_PROG_STARTS:-1} start(s), $(nproc) vCPU TCG VM"
 echo "wall: added ns per IPI from paired runs (median, min..max); prog: ns per IPI inside BPF programs (bpf_stats)"
-printf '%-14s %10s %16s %7s %7s %8s %12s %7s %7s\n' config "wall" "min..max" "/floor" "/bpftr" "prog" "min..max" "/floor" "/bpftr"
-while read -r cfg med lo hi prog plo phi; do
-	printf '%-14s %10s %16s %7s %7s %8s %12s %7s %7s\n' $cfg $med "$lo..$hi" \
-		"$(ratio $med "$floor")" "$(ratio $med "$bt")" $prog "$plo..$phi" "$(ratio $prog "$pfloor")" \
-		"$(ratio $prog "$pbt")"
-done < $work/summary
+summary_table 14 floor=empty_irq bpftr=bpftrace
 
 # the hooks alone: ns per IPI in the programs on the interrupt hooks
 # (median over the starts; the kvm_exit/kvm_entry programs left out)

@@ -73,6 +73,24 @@ ratio() { awk -v a="$1" -v f="$2" 'BEGIN {printf "%.2f", (f + 0 > 0 && a != "-")
 # column K of configuration C in the summary
 col() { awk -v c="$1" -v k="$2" '$1 == c {print $k}' $work/summary; }
 
+# The summary as a table, config column W wide: wall and prog per event
+# (median, min..max), each as a ratio to every LABEL=CFG given.
+summary_table()
+{
+	local w=$1 ref refs=() labels=() fmt cfg med lo hi prog plo phi r
+	shift
+	for ref in "$@"; do labels+=("/${ref%%=*}"); refs+=("${ref#*=}"); done
+	fmt="%-${w}s %10s %16s$(printf ' %%7s%.0s' "${refs[@]}") %8s %12s$(printf ' %%7s%.0s' "${refs[@]}")\n"
+	# shellcheck disable=SC2059
+	printf "$fmt" config wall "min..max" "${labels[@]}" prog "min..max" "${labels[@]}"
+	while read -r cfg med lo hi prog plo phi; do
+		local wr=() pr=()
+		for r in "${refs[@]}"; do wr+=("$(ratio "$med" "$(col "$r" 2)")"); pr+=("$(ratio "$prog" "$(col "$r" 5)")"); done
+		# shellcheck disable=SC2059
+		printf "$fmt" "$cfg" "$med" "$lo..$hi" "${wr[@]}" "$prog" "$plo..$phi" "${pr[@]}"
+	done < $work/summary
+}
+
 # measure CFG EVENTS: one attach first (it pays for BTF parsing and the
 # like), P pairs of runs without/with CFG attached, alternating; then one
 # more run with kernel.bpf_stats_enabled for the time inside CFG's own

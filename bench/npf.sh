@@ -27,14 +27,7 @@ start_cfg()
 
 measure_all $N ${BENCH_CONFIGS:=empty_btf empty_npf virt virt_npf bpftrace}
 
-floor=$(col empty_npf 2) bt=$(col bpftrace 2)
-pfloor=$(col empty_npf 5) pbt=$(col bpftrace 5)
 echo "npf overhead: $N npf exits (ioeventfd writes) per run, $P pairs per configuration, $(nproc) vCPU TCG VM"
 echo "wall: added ns per exit from paired runs (median, min..max); prog: ns per exit inside BPF programs (bpf_stats)"
-printf '%-12s %10s %16s %7s %7s %8s %12s %7s %7s\n' config "wall" "min..max" "/floor" "/bpftr" "prog" "min..max" "/floor" "/bpftr"
-while read -r cfg med lo hi prog plo phi; do
-	printf '%-12s %10s %16s %7s %7s %8s %12s %7s %7s\n' $cfg $med "$lo..$hi" \
-		$(ratio $med "$floor") $(ratio $med "$bt") $prog "$plo..$phi" $(ratio $prog "$pfloor") \
-		$(ratio $prog "$pbt")
-done < $work/summary
+summary_table 12 floor=empty_npf bpftr=bpftrace
 rm -rf $work
