@@ -1,9 +1,11 @@
 /*
  * pmdavirt live page: polls pmproxy's REST API (/pmapi) and draws heatmaps
  * of the agent's log2 histograms, tables of per-queue rates and, per VM,
- * run delay, what held the CPU meanwhile and halts, its busiest ports,
- * MSRs, CPUID leaves and MMIO addresses and the exits KVM counted that the
- * agent did not. Plain JS,
+ * run delay, what held the CPU meanwhile and halts, with the kvm family's
+ * opt-in hooks its major-fault time, slowest interrupt kind's p99 and late
+ * timers, its busiest ports, MSRs, CPUID leaves and MMIO addresses and the
+ * exits KVM counted that the agent did not. A histogram without instances
+ * (its module or option off) has no heatmap shown. Plain JS,
  * no build step. Parameters (query string): pmproxy=<url> (default: this
  * host, port 44322), host=<pmcd host> (the host pmproxy asks; default
  * pmproxy's own), interval=<seconds> (default 2), span=<polls> (60),
@@ -16,7 +18,8 @@
  * bucket is read from what follows the first '-' (its upper bound), and
  * each prefix gets a heatmap of its own (one at a time, chosen in a list
  * under the name the user gave: a VM web-01, whose buckets' prefix is
- * web_01, is listed as web-01; prefix= takes either). A fetch's time
+ * web_01, is listed as web-01, its per-kind buckets' web_01/major as
+ * web-01/major; prefix= takes either). A fetch's time
  * and the rates: virt-time.js.
  */
 'use strict';
@@ -55,6 +58,9 @@ const HISTOGRAMS = [
   ['virt.qemu.net.tx.sizes', 'QEMU sent packet size (bytes)', QEMU_PREFIX],
   ['virt.kvm.vm.run_delay_hist', 'VM vCPU wait for a host CPU (ns)', VM_PREFIX],
   ['virt.kvm.vm.halt_hist', 'VM halt duration (ns)', VM_PREFIX],
+  ['virt.kvm.vm.npf.latency', 'VM nested-paging fault (ns)', VM_PREFIX],
+  ['virt.kvm.vm.irq.latency', 'VM interrupt delivery (ns)', VM_PREFIX],
+  ['virt.kvm.vm.timer.lateness', 'VM timer late or early (ns)', VM_PREFIX],
 ];
 const PREFIX_METRIC = Object.fromEntries(HISTOGRAMS.filter(h => h[2]).map(h => [h[0], h[2]]));
 
@@ -68,11 +74,17 @@ const MODULES = ['modules', [
 
 // Per VM, after the modules: share = a nanosecond counter's rate as % of
 // one CPU; most = of the "<vm>/<class>" rows of the metric, the class with
-// the largest rate (what held the CPU while the VM waited)
+// the largest rate (what held the CPU while the VM waited); worst = of the
+// "<vm>/<kind>" rows, the kind with the largest value; a fourth element
+// names the "<vm>/<key>" row a column reads. The last three are opt-in
+// ([kvm] npf, interrupts, timer_lateness): empty cells while off.
 const SLOW = ['why is my VM slow', [
   ['virt.kvm.vm.run_delay', 'run delay, % of a CPU', 'share'],
   ['virt.kvm.vm.run_delay_by', 'CPU held most by', 'most'],
   ['virt.kvm.vm.halts', 'halts/s', 'rate'],
+  ['virt.kvm.vm.npf_major_time', 'major faults, % of a CPU', 'share'],
+  ['virt.kvm.vm.irq.latency_p99', 'interrupt p99, slowest kind', 'worst'],
+  ['virt.kvm.vm.timer.count', 'late timers/s', 'rate', 'late'],
 ]];
 
 // Per VM: what its exits are about ([kvm] subreasons = true); top = of the
@@ -223,18 +235,33 @@ function prefixToDraw(metric) {
   return best;
 }
 
-// The name a prefix of metric's buckets stands for (web_01: the VM web-01)
+// The name a prefix of metric's buckets stands for (web_01: the VM web-01;
+// web_01/major, a per-kind histogram's: web-01/major)
 function nameOfPrefix(metric, prefix) {
-  for (const [name, p] of Object.entries(latest[PREFIX_METRIC[metric]] || {}))
-    if (p === prefix)
-      return name;
-  return prefix;
+  return mapHead(prefix, p => nameWithPrefix(metric, p));
 }
 
 // The prefix of metric's buckets that a name (or a prefix) picks
 function prefixOfName(metric, name) {
-  const p = (latest[PREFIX_METRIC[metric]] || {})[name];
-  return p === undefined ? name : p;
+  return name === undefined ? name : mapHead(name, n => (latest[PREFIX_METRIC[metric]] || {})[n]);
+}
+
+function nameWithPrefix(metric, prefix) {
+  for (const [name, p] of Object.entries(latest[PREFIX_METRIC[metric]] || {}))
+    if (p === prefix)
+      return name;
+  return undefined;
+}
+
+// s mapped whole by map, else its part before the first '/' mapped and
+// the rest kept ("<vm>/<kind>": VM names have no '/'), else s as it is
+function mapHead(s, map) {
+  const whole = map(s);
+  if (whole !== undefined)
+    return whole;
+  const slash = s.indexOf('/');
+  const head = slash > 0 ? map(s.slice(0, slash)) : undefined;
+  return head === undefined ? s : head + s.slice(slash);
 }
 
 function heatmapElement(metric, title) {
@@ -254,8 +281,11 @@ function heatmapElement(metric, title) {
   return box;
 }
 
+// A histogram with no instances yet (its module or option off, as the kvm
+// family's npf, interrupts and timer_lateness are by default) is hidden
 function drawHeatmap(metric, title) {
   const box = heatmapElement(metric, title);
+  box.hidden = Object.keys(columns[metric] || {}).length === 0;
   const canvas = box.querySelector('canvas');
   const g = canvas.getContext('2d');
   const prefix = prefixToDraw(metric);
@@ -331,7 +361,7 @@ function drawTable(title, cols, now, then, dt, where = 'tables') {
   }
   const insts = new Set();
   for (const c of cols)
-    if (c[2] !== 'most' && c[2] !== 'top')
+    if (namesRows(c))
       Object.keys(now[c[0]] || {}).forEach(i => insts.add(i));
   const body = box.querySelector('tbody');
   body.textContent = '';
@@ -341,21 +371,9 @@ function drawTable(title, cols, now, then, dt, where = 'tables') {
     const td0 = document.createElement('td');
     td0.textContent = inst;
     tr.appendChild(td0);
-    for (const [metric, , kind] of cols) {
+    for (const c of cols) {
       const td = document.createElement('td');
-      const v = (now[metric] || {})[inst];
-      let text = '';
-      if (kind === 'most') {
-        const [best] = ratesOf(metric, inst, now, then, dt);
-        text = best ? `${best[0]} (${(best[1] / 1e7).toFixed(1)}%)` : '';
-      } else if (kind === 'top') {
-        text = ratesOf(metric, inst, now, then, dt).slice(0, TOP).map(([k, r]) => `${k} ${r.toFixed(1)}/s`).join(', ');
-      } else if (v !== undefined && (kind === 'rate' || kind === 'share')) {
-        const r = counterRate(v, then && then[metric] ? then[metric][inst] : undefined, dt);
-        text = r === null ? '' : kind === 'share' ? (r / 1e7).toFixed(1) : r.toFixed(1);
-      } else if (v !== undefined) {
-        text = String(v);
-      }
+      const text = cellText(c, inst, now, then, dt);
       td.textContent = text;
       if (text === '')
         td.className = 'none';
@@ -363,6 +381,40 @@ function drawTable(title, cols, now, then, dt, where = 'tables') {
     }
     body.appendChild(tr);
   }
+}
+
+// Whether a column's instances are the table's rows (not "<inst>/<key>")
+function namesRows([, , kind, key]) {
+  return key === undefined && kind !== 'most' && kind !== 'top' && kind !== 'worst';
+}
+
+function cellText([metric, , kind, key], inst, now, then, dt) {
+  if (kind === 'most') {
+    const [best] = ratesOf(metric, inst, now, then, dt);
+    return best ? `${best[0]} (${(best[1] / 1e7).toFixed(1)}%)` : '';
+  }
+  if (kind === 'top')
+    return ratesOf(metric, inst, now, then, dt).slice(0, TOP).map(([k, r]) => `${k} ${r.toFixed(1)}/s`).join(', ');
+  if (kind === 'worst') {
+    const [worst] = valuesOf(metric, inst, now);
+    return worst ? `${worst[0]} (${worst[1]} ns)` : '';
+  }
+  const row = key === undefined ? inst : `${inst}/${key}`;
+  const v = (now[metric] || {})[row];
+  if (v === undefined)
+    return '';
+  if (kind === 'value')
+    return String(v);
+  const r = counterRate(v, then && then[metric] ? then[metric][row] : undefined, dt);
+  return r === null ? '' : kind === 'share' ? (r / 1e7).toFixed(1) : r.toFixed(1);
+}
+
+// [key, value] of inst's "<inst>/<key>" rows, the largest first
+function valuesOf(metric, inst, now) {
+  return Object.entries(now[metric] || {})
+    .filter(([name]) => name.startsWith(inst + '/'))
+    .map(([name, v]) => [name.slice(inst.length + 1), v])
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
 }
 
 // [key, rate] of inst's "<inst>/<key>" rows that grew since the last poll

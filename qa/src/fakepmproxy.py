@@ -15,6 +15,13 @@ are exact whatever the poll interval:
                    0x60/in 5/s (4 ports: the page shows 3); web-01:
                    0xcf8/out 2/s
   msr.count        web: 0x10/rd 30/s (cpuid and mmio left out)
+  npf_major_time   web 3e7 ns/s (3.0% of a CPU); web-01 none (no faults)
+  npf.latency      web/major 200/s, web/minor 50/s, web_01/mmio 4/s
+  irq.latency_p99  web: timer 12000, device 51200 (the worst); web-01:
+                   ipi 900
+  irq.latency      web/timer 100/s, web/device 30/s
+  timer.count      web: late 25/s, early 400/s; web-01 none
+  timer.lateness   web/late 25/s, web/early 400/s
 Other metrics the page asks for are left out of the answer, as pmproxy
 does with names the agent lacks.   fakepmproxy.py PORT WEBDIR"""
 import functools
@@ -34,10 +41,17 @@ RATES = {
     "virt.kvm.pio.count": {"web/0x70/out": 300, "web/0x3f8/out": 10, "web/0x80/out": 40, "web/0x60/in": 5,
                            "web-01/0xcf8/out": 2},
     "virt.kvm.msr.count": {"web/0x10/rd": 30},
+    "virt.kvm.vm.npf_major_time": {"web": 3e7},
+    "virt.kvm.vm.npf.latency": {"web/major::65536-131071": 200, "web/minor::1024-2047": 50,
+                                "web_01/mmio::2048-4095": 4},
+    "virt.kvm.vm.irq.latency": {"web/timer::8192-16383": 100, "web/device::32768-65535": 30},
+    "virt.kvm.vm.timer.count": {"web/late": 25, "web/early": 400},
+    "virt.kvm.vm.timer.lateness": {"web/late::4096-8191": 25, "web/early::512-1023": 400},
 }
 # values that stay as they are
 FIXED = {"virt.control.module.status": {"kvm": "active"}, "virt.kvm.vm.exits_unseen": {"web": 0, "web-01": 12},
-         "virt.kvm.vm.bucket_prefix": {"web": "web", "web-01": "web_01"}}
+         "virt.kvm.vm.bucket_prefix": {"web": "web", "web-01": "web_01"},
+         "virt.kvm.vm.irq.latency_p99": {"web/timer": 12000, "web/device": 51200, "web-01/ipi": 900}}
 fetches = 0
 
 
