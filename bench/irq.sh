@@ -46,8 +46,7 @@ start_cfg()
 	virt_irq_timer) start_agent kvm "interrupts = true" "timer_lateness = true" ;;
 	bpftrace)
 		hooks_re=.
-		bpftrace "$top/bench/irq.bt" > $work/out 2>&1 & pid=$!
-		wait_for $work/out Attaching 120 && sleep 1 ;;
+		start_bpftrace irq.bt ;;
 	esac
 }
 

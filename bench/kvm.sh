@@ -31,8 +31,7 @@ start_cfg()
 	before) b=$BENCH_BEFORE/build start_agent kvm ;;
 	before_counts) b=$BENCH_BEFORE/build start_agent kvm "latency = false" ;;
 	bpftrace)
-		bpftrace "$top/bench/kvmexits.bt" > $work/out 2>&1 & pid=$!
-		wait_for $work/out Attaching 120 && sleep 1 ;;
+		start_bpftrace kvmexits.bt ;;
 	bcc_kvmexit)
 		# Debian's kvmexit-bpfcc 0.26 refuses AMD and, on 6.1, counts
 		# nothing on its raw_tracepoint path (it reads the vCPU pointer as

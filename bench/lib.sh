@@ -257,6 +257,13 @@ start_empty()
 	wait_for $work/out attached 60
 }
 
+# start_bpftrace SCRIPT: bpftrace running bench/SCRIPT, once attached
+start_bpftrace()
+{
+	bpftrace "$top/bench/$1" > $work/out 2>&1 & pid=$!
+	wait_for $work/out Attaching 120 && sleep 1
+}
+
 # start_agent FAMILY [LINE...]: pmdavirt -A ($b = the build dir) with only
 # FAMILY enabled; LINEs go into its config section (e.g. "latency = false")
 start_agent()

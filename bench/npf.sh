@@ -20,8 +20,7 @@ start_cfg()
 	virt) start_agent kvm ;;
 	virt_npf) start_agent kvm "npf = true" ;;
 	bpftrace)
-		bpftrace "$top/bench/npf.bt" > $work/out 2>&1 & pid=$!
-		wait_for $work/out Attaching 120 && sleep 1 ;;
+		start_bpftrace npf.bt ;;
 	esac
 }
 
