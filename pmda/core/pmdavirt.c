@@ -136,7 +136,6 @@ static void drop_privileges(void)
 			    (unsigned long long)virt_privs_keep_mask(extra), who);
 }
 
-/* pmdavirt -A: attach (and keep polling, so hot attach works), no PCP. */
 /* No transparent huge pages for the agent's memory: its heap is a few
  * MiB of small rows that come and go, and with THP "always" (Debian's
  * default) a 2 MiB range of it holding a single live page becomes a whole
@@ -150,6 +149,7 @@ static void no_huge_pages(void)
 			    strerror(errno));
 }
 
+/* pmdavirt -A: attach (and keep polling, so hot attach works), no PCP. */
 static void attach_only(void)
 {
 	signal(SIGTERM, on_stop);
