@@ -1374,6 +1374,9 @@ static __always_inline int on_lapic_expire(__s64 delta)
 		return 0;
 	}
 	vcpu = (struct kvm_vcpu *)s->ident;	/* out of the CO-RE read: no relocation of the slot */
+	/* __kvm_wait_lapic_expire() traces before adjust_lapic_timer_advance():
+	 * the advance in effect for this timer */
+	s->timer_advance = (__u64)vcpu_timer_advance_ns(vcpu) + 1;
 	khz = BPF_CORE_READ(vcpu, arch.virtual_tsc_khz);
 	if (!khz)
 		return 0;

@@ -447,6 +447,8 @@ static const struct virt_answer kvm_answers[VIRT_NMETRICS] = {
 	PCTS(HCALL, KVM_HCALL),
 	PCTS(UEXIT, KVM_UEXIT),
 	SUM(VCPU_RUN_DELAY, KVM_VCPU, struct vcpu_entry, W_RUN_DELAY),
+	[VIRT_M_KVM_VCPU_TIMER_ADVANCE] = VIRT_ANSWER_WORD_WHEN(KVM_VCPU, struct vcpu_entry, k.row,
+								timer_advance, advance_known),
 	SUM(VM_RUN_DELAY, KVM_VM, struct vm_entry, W_RUN_DELAY),
 	VM_WHEN(RUN_DELAY_WAITS, d.waits, sched),
 	[VIRT_M_KVM_VM_RUN_DELAY_HIST] = VIRT_ANSWER_BUCKET(KVM_VM_WAIT_HIST),

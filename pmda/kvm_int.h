@@ -107,6 +107,7 @@ struct vcpu_rec {
 	bool dropped;			/* counted once in vm_drops (max_vms) */
 	uint64_t last[KVM_SUM_WORDS];
 	uint64_t rd_base;		/* what of it its VM counted before (struct rd_counted) */
+	uint64_t timer_advance;		/* the slot's: ns + 1, 0 none yet */
 };
 
 /* A VMM process marked in the BPF side's vmm_tgids (adopt()) that has no
@@ -137,6 +138,8 @@ struct vcpu_entry {
 	struct vm_entry *vm;
 	uint32_t id;
 	struct virt_sums sums;
+	uint64_t timer_advance;		/* ns, of its last TSC-deadline timer (timer_lateness) */
+	bool advance_known;		/* a live slot of it saw one */
 };
 
 /* One of KVM's own values (debugfs) of a VM, "<vm>/<stat>", or of a

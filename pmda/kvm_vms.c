@@ -365,6 +365,7 @@ static void rec_take(struct kvm_state *st, struct vcpu_rec *r,
 	}
 	r->tgid = v->tgid;
 	r->id = v->vcpu_id;
+	r->timer_advance = v->timer_advance;
 	for (size_t i = 0; i < VM_WORDS; i++)
 		r->last[i] = w[i];
 	if (r->tid != tid) {
@@ -679,8 +680,21 @@ static void sums_begin(struct kvm_state *st)
 {
 	for (size_t i = 0; i < st->vms.n; i++)
 		virt_sums_begin(&kvm_vm_at(st, i)->sums);
-	for (size_t i = 0; i < st->vc.vcpu_rows.n; i++)
-		virt_sums_begin(&((struct vcpu_entry *)st->vc.vcpu_rows.v[i])->sums);
+	for (size_t i = 0; i < st->vc.vcpu_rows.n; i++) {
+		struct vcpu_entry *c = (struct vcpu_entry *)st->vc.vcpu_rows.v[i];
+
+		virt_sums_begin(&c->sums);
+		c->advance_known = false;
+	}
+}
+
+/* A live slot's last timer advance, if it saw a timer, is its vCPU's. */
+static void vcpu_take_advance(struct vcpu_entry *c, const struct vcpu_rec *r)
+{
+	if (!r->timer_advance)
+		return;
+	c->timer_advance = r->timer_advance - 1;
+	c->advance_known = true;
 }
 
 /* Sum per VM and per vCPU of a live VM: what the slots the agent freed
@@ -722,8 +736,10 @@ static void sum_vms(struct kvm_state *st, struct virt_family *fam)
 		    !(vm = vm_row(st, r->tgid, &r->dropped, max_vms)))
 			continue;
 		virt_sums_add(&vm->sums, r->last);
-		if ((c = vcpu_row(st, vm, r->id)))
+		if ((c = vcpu_row(st, vm, r->id))) {
 			virt_sums_add(&c->sums, r->last);
+			vcpu_take_advance(c, r);
+		}
 	}
 	for (int i = 0; i < n; i++) {
 		bool dropped = true;	/* counted when its slots were live */

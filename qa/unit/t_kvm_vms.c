@@ -265,6 +265,14 @@ static uint64_t vcpu_word(struct kvm_state *st, const char *name, unsigned int w
 	return c ? c->sums.sum[w] : 0;
 }
 
+/* a vCPU's timer advance (ns), -1 while it has no value */
+static int64_t vcpu_advance(struct kvm_state *st, const char *name)
+{
+	struct vcpu_entry *c = vcpu_named(st, name);
+
+	return c && c->advance_known ? (int64_t)c->timer_advance : -1;
+}
+
 #define vm_exits(st, vm) vm_word(st, vm, W_COUNT)
 #define vm_rd(st, vm) vm_word(st, vm, W_RUN_DELAY)
 #define vcpu_exits(st, name) vcpu_word(st, name, W_COUNT)
@@ -336,11 +344,17 @@ static void check_take(struct kvm_state *st)
 	CHECK(vm_exits(st, "web") == 5 && vm_rd(st, "web") == 1000);
 	CHECK(vcpu_exits(st, "web/vcpu0") == 5 && vcpu_rd(st, "web/vcpu0") == 1000);
 	CHECK(kvm_vm_of(st, 100)->d.vcpus == 1 && kvm_vm_of(st, 100)->k.row.live);
+	CHECK(vcpu_advance(st, "web/vcpu0") == -1);
 	bpf_exits(3, 2, 20);
 	rd_set(100, 101, 1500);
+	slots[3].timer_advance = 7000 + 1;	/* on_lapic_expire() */
 	refresh(st);
 	CHECK(vm_exits(st, "web") == 7 && vm_rd(st, "web") == 1500);
 	CHECK(vcpu_exits(st, "web/vcpu0") == 7 && vcpu_rd(st, "web/vcpu0") == 1500);
+	CHECK(vcpu_advance(st, "web/vcpu0") == 7000);
+	slots[3].timer_advance = 0 + 1;
+	refresh(st);
+	CHECK(vcpu_advance(st, "web/vcpu0") == 0);
 }
 
 /* The kernel destroys vCPU 0 (its counts in the gone maps) and the VMM
@@ -363,6 +377,8 @@ static void check_recreated(struct kvm_state *st)
 	CHECK(vm_exits(st, "web") == 9 && vm_rd(st, "web") == 1800);
 	CHECK(vcpu_exits(st, "web/vcpu0") == 9 && vcpu_rd(st, "web/vcpu0") == 1800);
 	CHECK(st->vc.vcpu_rows.n == 1);
+	/* the vCPU created again has taken no timer yet */
+	CHECK(vcpu_advance(st, "web/vcpu0") == -1);
 }
 
 /* The BPF side retires slot 5 (a new VMM's vCPU at its address): the
