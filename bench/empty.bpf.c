@@ -32,10 +32,11 @@ SEC("tp_btf/kvm_page_fault")
 int BPF_PROG(empty_npf_page_fault) { return 0; }
 
 /* The floor of interrupt delivery latency ([kvm] interrupts = true,
- * bench/irq.sh, emptyload irq): the tp_btf pair and the seven hooks the
- * option attaches (pmda/kvm.c "irq_*", bpf/kvm.bpf.c), empty, each of the
- * program type the family uses; the names end as the family's do
- * (virt_kvm_tp_btf_irq_*), so one pattern picks the hooks of both. */
+ * bench/irq.sh, emptyload irq): the tp_btf pair, the seven hooks the
+ * option attaches (pmda/kvm.c "irq_*", bpf/kvm.bpf.c) and timer_lateness's,
+ * empty, each of the program type the family uses; the names end as the
+ * family's do (virt_kvm_tp_btf_irq_*, *_timer_lateness), so one pattern
+ * picks the hooks of both. */
 SEC("tp_btf/kvm_exit")
 int BPF_PROG(empty_irq_exit) { return 0; }
 SEC("tp_btf/kvm_entry")
@@ -54,6 +55,9 @@ SEC("tp_btf/kvm_msi_set_irq")
 int BPF_PROG(empty_irq_msi) { return 0; }
 SEC("fentry/kvm_apic_local_deliver")
 int BPF_PROG(empty_irq_lvt) { return 0; }
+/* and timer_lateness's one hook (virt_kvm_tp_btf_timer_lateness) */
+SEC("tp_btf/kvm_wait_lapic_expire")
+int BPF_PROG(empty_irq_timer_lateness) { return 0; }
 
 /* The floor of the kvm family's scheduler hooks (sched = true): the same
  * three tp_btf tracepoints, empty (bench/sched.sh, emptyload sched). */

@@ -1,6 +1,6 @@
 /* emptyload btf|raw|tp: attach the empty program pair of that method on
  * kvm_exit + kvm_entry; emptyload npf: the tp_btf pair and kvm_page_fault;
- * emptyload irq: the tp_btf pair and the seven interrupt hooks;
+ * emptyload irq: the tp_btf pair, the seven interrupt hooks and the timer's;
  * emptyload sched: empty tp_btf programs on
  * sched_switch, sched_wakeup and sched_migrate_task; emptyload blk_<block>: one building block alone on
  * kvm_entry (bench/blocks.sh). Print "attached", hold until SIGTERM/SIGINT. */

@@ -20,17 +20,41 @@
 # the same deliveries (bench/irq.bt). Rows as npf.sh's, and a second table:
 # the interrupt hooks' own ns per IPI (the programs named *irq_<hook>, or
 # all of bpftrace's), against the empty hooks' and bpftrace's.
+# BENCH_IRQ_KIND=timer: irqguest -p -T R,D instead (R TSC-deadline timers,
+# each D = BENCH_TIMER_CYCLES guest TSC cycles ahead, default 400 000; an
+# event is a timer: apic_timer_expired, __apic_accept_irq, kvm_inj_virq,
+# kvm_apic_local_deliver and, with timer_lateness, kvm_wait_lapic_expire),
+# the floor with an empty kvm_wait_lapic_expire program too, the agent with
+# interrupts and with timer_lateness as well, and bpftrace running irq.bt
+# plus timer.bt (the lateness histograms).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 P=${BENCH_PAIRS:-5}
 . "$top/bench/kvmsetup.sh"
 R=${BENCH_IRQS:-1000}
-N=$((2 * R))
-irqguest -p -J 100 > /dev/null || exit 1		# warm-up, and irqguest works
-run_ns() { irqguest -p -J "$R" | awk '$1 == "run_ns" {print $2}'; }
+KIND=${BENCH_IRQ_KIND:-ipi}
+D=${BENCH_TIMER_CYCLES:-400000}
+case $KIND in
+ipi) N=$((2 * R)) work_args="-J $R" warm_args="-J 100" unit=IPI ;;
+timer) N=$R work_args="-T $R,$D" warm_args="-T 100,$D" unit=timer ;;
+*) echo "irq.sh: BENCH_IRQ_KIND is ipi or timer, not $KIND" >&2; exit 2 ;;
+esac
+irqguest -p $warm_args > /dev/null || exit 1		# warm-up, and irqguest works
+# one run: its ns; irqguest's stall report (qa/src/irqguest.c: no
+# interrupt for 10 s, each vCPU's state) to stderr, and a run that
+# outlasts 10 minutes killed and reported, so it prints no time (the
+# bpftrace configuration's second run once hung, its report discarded)
+run_ns()
+{
+	timeout -s INT 600 irqguest -p $work_args > $work/run.out 2>&1
+	local rc=$?
+	grep '^stall' $work/run.out | sed 's/^/irqguest: /' >&2
+	[ $rc = 124 ] && echo "irqguest: killed after 600 s" >&2
+	awk '$1 == "run_ns" {print $2}' $work/run.out
+}
 # the programs on the interrupt hooks, by the names of bench/empty.bpf.c's
 # and bpf/kvm.bpf.c's (virt_kvm_tp_btf_irq_<hook>)
-irq_hooks='irq_(accept|timer_expired|inject|ipi|pv_ipi|msi|lvt)$'
+irq_hooks='(irq_(accept|timer_expired|inject|ipi|pv_ipi|msi|lvt)|timer_lateness)$'
 
 # hooks_re: read by lib.sh's prog_per_event
 # shellcheck disable=SC2034
@@ -47,29 +71,38 @@ start_cfg()
 	bpftrace)
 		hooks_re=.
 		start_bpftrace irq.bt ;;
+	bpftrace_timer)
+		hooks_re=.
+		start_bpftrace irq.bt timer.bt ;;
 	esac
 }
 
-measure_all $N ${BENCH_CONFIGS:=empty_btf empty_irq virt virt_irq bpftrace}
+if [ $KIND = timer ]; then
+	measure_all $N ${BENCH_CONFIGS:=empty_btf empty_irq virt_irq virt_irq_timer bpftrace_timer}
+	bt=bpftrace_timer
+else
+	measure_all $N ${BENCH_CONFIGS:=empty_btf empty_irq virt virt_irq bpftrace}
+	bt=bpftrace
+fi
 
-echo "interrupts overhead: irqguest -p -J $R, $N IPIs per run, $P pairs per configuration, prog over ${BENCH_PROG_STARTS:-1} start(s), $(nproc) vCPU TCG VM"
-echo "wall: added ns per IPI from paired runs (median, min..max); prog: ns per IPI inside BPF programs (bpf_stats)"
-summary_table 14 floor=empty_irq bpftr=bpftrace
+echo "interrupts overhead: irqguest -p $work_args, $N ${unit}s per run, $P pairs per configuration, prog over ${BENCH_PROG_STARTS:-1} start(s), $(nproc) vCPU TCG VM"
+echo "wall: added ns per $unit from paired runs (median, min..max); prog: ns per $unit inside BPF programs (bpf_stats)"
+summary_table 14 floor=empty_irq bpftr=$bt
 
 # the hooks alone: ns per IPI in the programs on the interrupt hooks
 # (median over the starts; the kvm_exit/kvm_entry programs left out)
-echo "interrupt hooks alone: ns per IPI in the programs on the seven hooks (bpftrace: all its programs), median over the starts (min..max)"
+echo "interrupt hooks alone: ns per $unit in the programs on the interrupt and timer hooks (bpftrace: all its programs), median over the starts (min..max)"
 printf '%-14s %8s %12s %7s %7s\n' config hooks "min..max" "/floor" "/bpftr"
 hfloor="" hbt=""
 [ -s $work/empty_irq.hooks ] && hfloor=$(spread < $work/empty_irq.hooks | cut -d' ' -f1)
-[ -s $work/bpftrace.hooks ] && hbt=$(spread < $work/bpftrace.hooks | cut -d' ' -f1)
+[ -s $work/$bt.hooks ] && hbt=$(spread < $work/$bt.hooks | cut -d' ' -f1)
 for cfg in $BENCH_CONFIGS; do
 	[ -s $work/$cfg.hooks ] || continue
 	read -r h hlo hhi <<< "$(spread < $work/$cfg.hooks)"
 	printf '%-14s %8s %12s %7s %7s\n' $cfg $h "$hlo..$hhi" "$(ratio $h "$hfloor")" "$(ratio $h "$hbt")"
 done
 # per program: ns/run and runs per IPI, median over every run of every start
-echo "per program (median over the runs): ns/run, ns/IPI, runs/IPI"
+echo "per program (median over the runs): ns/run, ns/$unit, runs/$unit"
 for cfg in $BENCH_CONFIGS; do
 	[ -s $work/$cfg.perprog ] || continue
 	awk -v c=$cfg '{ n[$1]++; r[$1, n[$1]] = $2; e[$1, n[$1]] = $3; k[$1, n[$1]] = $4 }

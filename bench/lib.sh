@@ -113,6 +113,11 @@ measure()
 		with=$(run_ns)
 		ev=$(run_events $n)
 		stop_cfg
+		if [ -z "$base" ] || [ -z "$with" ]; then
+			echo "$cfg pair $i: a run gave no time (without '$base', with '$with'); $cfg left out" >&2
+			echo "$cfg - - -" >> $work/pairs
+			return 1
+		fi
 		echo "$cfg pair $i: without $base ns, with $with ns ($ev events)" >&2
 		echo $(( (with - base) / ev )) >> $work/$cfg
 	done
@@ -257,10 +262,13 @@ start_empty()
 	wait_for $work/out attached 60
 }
 
-# start_bpftrace SCRIPT: bpftrace running bench/SCRIPT, once attached
+# start_bpftrace SCRIPT...: bpftrace running bench/SCRIPT (several: one
+# program of them all), once attached
 start_bpftrace()
 {
-	bpftrace "$top/bench/$1" > $work/out 2>&1 & pid=$!
+	local f
+	for f in "$@"; do cat "$top/bench/$f"; done > $work/prog.bt
+	bpftrace $work/prog.bt > $work/out 2>&1 & pid=$!
 	wait_for $work/out Attaching 120 && sleep 1
 }
 
