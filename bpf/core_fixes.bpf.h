@@ -87,6 +87,14 @@ static __always_inline __u64 task_last_queued_at(__u64 t)
 	return BPF_CORE_READ((struct task_struct *)t, sched_info.last_queued);
 }
 
+/* run_delay of a task known by its address (a probe read). */
+static __always_inline __u64 task_run_delay_at(__u64 t)
+{
+	if (!bpf_core_field_exists(((struct task_struct *)0)->sched_info.run_delay))
+		return 0;
+	return BPF_CORE_READ((struct task_struct *)t, sched_info.run_delay);
+}
+
 /* Is the task's CFS group throttled on its CPU (its cgroup's cpu.max
  * quota, or an ancestor's, used up)? cfs_rq::throttle_count is non-zero
  * while its cfs_rq or an ancestor is throttled (tg_throttle_down()), with

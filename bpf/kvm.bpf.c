@@ -698,15 +698,15 @@ static __always_inline void wait_charge(struct kvm_vcpu_slot *s, struct task_str
 	s->wait_throttled = task_throttled_at(s->wait_task);
 }
 
-/* What the wait that ends as t gets a CPU at rq clock now adds to its
- * run_delay: the parts sched_info_dequeue() added on CPUs it left, and
- * what sched_info_arrive() is about to add here. */
-static __always_inline __u64 wait_length(const struct kvm_vcpu_slot *s, struct task_struct *t,
-					 __u64 now)
+/* t's run_delay once it gets a CPU at rq clock now: sched_info_arrive(),
+ * which runs after this tracepoint (context_switch()), adds the wait since
+ * it was queued here. Less its run_delay when its wait began, the wait's
+ * length: with the parts sched_info_dequeue() added on CPUs it left. */
+static __always_inline __u64 arrival_run_delay(struct task_struct *t, __u64 now)
 {
-	__u64 queued = task_last_queued(t), rd = task_run_delay(t);
+	__u64 queued = task_last_queued(t);
 
-	return (rd > s->wait_rd ? rd - s->wait_rd : 0) + (queued && now > queued ? now - queued : 0);
+	return task_run_delay(t) + (queued && now > queued ? now - queued : 0);
 }
 
 /* A context switch on a CPU where a tracked vCPU runs or waits, at rq
@@ -739,8 +739,10 @@ static __always_inline int on_switch(struct kvm_cpu_wait *w, __u32 cpu,
 		}
 		wait_charge(s, prev, now);
 		if (s->tid == next_pid) {
-			__u32 b = virt_log2_bucket(wait_length(s, next, now));
+			__u64 rd = arrival_run_delay(next, now);
+			__u32 b = virt_log2_bucket(rd > s->wait_rd ? rd - s->wait_rd : 0);
 
+			s->sched_rd = rd + 1;
 			s->wait_cpu = 0;
 			waiter_drop(w, i, v);
 			unlisted_clear(s);
@@ -752,14 +754,18 @@ static __always_inline int on_switch(struct kvm_cpu_wait *w, __u32 cpu,
 	/* a vCPU thread queued here unlisted */
 	if (!w->cur && (w->waiting >= KVM_WAIT_UNLISTED) && id_marked(vcpu_tids, next_pid) &&
 	    (s = tid_vcpu(next_pid, &idx))) {
+		s->sched_rd = arrival_run_delay(next, now) + 1;
 		unlisted_clear(s);
 		w->cur = idx + 1;
 	}
 	if (cur) {
 		idx = cur - 1;
 		s = bpf_map_lookup_elem(&vcpus, &idx);
-		if (s && s->tid == prev_pid && !s->wait_cpu && task_state(prev) == VIRT_TASK_RUNNING)
-			wait_begin(s, idx, cpu, prev, now);
+		if (s && s->tid == prev_pid) {
+			s->sched_rd = task_run_delay(prev) + 1;
+			if (!s->wait_cpu && task_state(prev) == VIRT_TASK_RUNNING)
+				wait_begin(s, idx, cpu, prev, now);
+		}
 	}
 	return 0;
 }
@@ -786,6 +792,7 @@ static __always_inline void wait_migrate(struct kvm_vcpu_slot *s, __u32 idx,
 		wait_add(s, ran, rd - s->wait_leg_rd);
 	}
 	s->wait_leg_rd = rd;
+	s->sched_rd = rd + 1;
 	wait_unlist(s, idx);
 	wait_list(s, idx, dest, t, 0);
 }
@@ -813,14 +820,17 @@ static __always_inline struct kvm_vcpu_slot *adopt(struct kvm_vcpu_slot *s, __u3
 	if (s->tid != (__u32)id) {	/* a wait of its old thread is not the vCPU's */
 		wait_unlist(s, idx);
 		unlisted_clear(s);
+		s->sched_rd = 0;
 	}
 	s->tid = (__u32)id;
 	s->tgid = tgid;
 	if (index_thread((__u32)id, idx)) {
 		s->owner = owner;
 		id_mark(vmm_tgids, tgid, true);
-		if (sched)
+		if (sched) {	/* it runs: its run_delay is the kernel's now */
 			vcpu_runs_here(idx);
+			s->sched_rd = task_run_delay_at(bpf_get_current_task()) + 1;
+		}
 	}
 	return s;
 }

@@ -147,6 +147,8 @@ struct kvm_vcpu_slot {
 	__u64 sub_code;
 	__u64 kvm_exits_seen;	/* KVM's vcpu->stat.exits at the last exit counted, + 1
 				 * (0: none yet; classic tracepoint: never read) */
+	__u64 sched_rd;		/* sched: its thread's run_delay (schedstat) as of the last
+				 * switch, wake-up or migration the hooks saw, + 1 (0: none) */
 	__u64 timer_advance;	/* KVM's timer advance (ns) at its last TSC-deadline timer
 				 * delivered, + 1 (0: none yet; timer_lateness) */
 	struct kvm_npf_snap npf;	/* the nested-paging fault of an exit (npf) */

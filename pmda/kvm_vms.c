@@ -341,16 +341,22 @@ static bool thread_run_delay(uint32_t tgid, uint32_t tid, uint64_t *ns)
 	return true;
 }
 
-/* The rec's thread's run delay beyond what its VM counted before; a
- * thread gone keeps its last. */
-static void rec_read_delay(const struct kvm_state *st, struct vcpu_rec *r)
+/* The rec's thread's run delay beyond what its VM counted before: the
+ * value the scheduler hooks keep in its slot (sched_rd, + 1), the kernel's
+ * as of the thread's last switch, wake-up or migration, so no file per
+ * vCPU per refresh; without the hooks, or before they saw the thread, its
+ * schedstat. A thread gone keeps its last. */
+static void rec_read_delay(const struct kvm_state *st, struct vcpu_rec *r, uint64_t sched_rd)
 {
 	bool (*delay_of)(uint32_t tgid, uint32_t tid, uint64_t *ns) =
 		st->vc.run_delay ? st->vc.run_delay : thread_run_delay;
 	uint64_t ns = 0;
 
-	if (delay_of(r->tgid, r->tid, &ns))
-		r->last[W_RUN_DELAY] = ns > r->rd_base ? ns - r->rd_base : 0;
+	if (sched_rd)
+		ns = sched_rd - 1;
+	else if (!delay_of(r->tgid, r->tid, &ns))
+		return;
+	r->last[W_RUN_DELAY] = ns > r->rd_base ? ns - r->rd_base : 0;
 }
 
 static void rec_take(struct kvm_state *st, struct vcpu_rec *r,
@@ -358,6 +364,7 @@ static void rec_take(struct kvm_state *st, struct vcpu_rec *r,
 {
 	const volatile uint64_t *w = (const volatile uint64_t *)&v->vm;
 	uint32_t tid = v->tid;
+	uint64_t sched_rd = v->sched_rd;
 
 	if (r->tgid != v->tgid) {
 		rec_forget_thread(st, r);
@@ -373,7 +380,7 @@ static void rec_take(struct kvm_state *st, struct vcpu_rec *r,
 		r->rd_base = rd_counted_take(st, r->tgid, tid);
 	}
 	r->tid = tid;
-	rec_read_delay(st, r);
+	rec_read_delay(st, r, sched_rd);
 }
 
 /* Clear id's bit of a BPF-side id set (kvm.h). */

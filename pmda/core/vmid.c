@@ -5,9 +5,11 @@
 
 #include <ctype.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 const char *vmid_vmm_name(enum vmid_vmm vmm)
@@ -522,6 +524,46 @@ static void resolve_name(uint32_t pid, struct vmid *out, const char *cmdname)
 	vmid_set_name(out, raw);
 }
 
+/* A pidfd of pid, + 1; 0 when there is none (Linux before 5.3, out of
+ * fds): it becomes readable once the process exited (pidfd_poll()),
+ * whatever process gets its pid next. */
+static int pidfd_of(uint32_t pid)
+{
+#ifdef SYS_pidfd_open
+	long fd = syscall(SYS_pidfd_open, (pid_t)pid, 0);
+
+	return fd >= 0 ? (int)fd + 1 : 0;
+#else
+	(void)pid;
+	return 0;
+#endif
+}
+
+void vmid_close(struct vmid *id)
+{
+	if (id->pidfd)
+		close(id->pidfd - 1);
+	id->pidfd = 0;
+}
+
+/* Is pid still the process id was resolved from? While it runs, one poll
+ * of its pidfd says so, not three syscalls for /proc/<pid>/stat per
+ * lookup; once it exited, it is until its parent reaps it (a zombie keeps
+ * its start time) and its pid is another process's. */
+static bool still_running(const struct vmid *id)
+{
+	uint64_t start;
+
+	if (id->pidfd) {
+		struct pollfd p = { .fd = id->pidfd - 1, .events = POLLIN };
+
+		if (poll(&p, 1, 0) == 0)
+			return true;
+	}
+	start = vmid_starttime(id->pid);
+	return start && start == id->start;
+}
+
 bool vmid_resolve(uint32_t pid, struct vmid *out)
 {
 	size_t len = (size_t)128 * 1024;
@@ -530,27 +572,33 @@ bool vmid_resolve(uint32_t pid, struct vmid *out)
 
 	memset(out, 0, sizeof(*out));
 	out->pid = pid;
+	out->pidfd = pidfd_of(pid);	/* before the start time: then it is that process's */
 	if (!cmd || !(out->start = vmid_starttime(pid)) ||
 	    (n = read_proc(pid, "cmdline", cmd, len)) < 0) {
 		free(cmd);
+		vmid_close(out);
 		return false;
 	}
 	out->vmm = vmid_parse_cmdline(cmd, (size_t)n, name, sizeof(name), out->uuid);
 	free(cmd);
 	resolve_name(pid, out, name);
 	/* the pid may have been reused while we read */
-	return vmid_starttime(pid) == out->start;
+	if (vmid_starttime(pid) == out->start)
+		return true;
+	vmid_close(out);
+	return false;
 }
 
 /* ----------------------------------------------------------------- set */
 
 static bool alive(const struct vmid_set *s, const struct vmid *id)
 {
-	return s->alive ? s->alive(id) : vmid_starttime(id->pid) == id->start;
+	return s->alive ? s->alive(id) : still_running(id);
 }
 
 static void drop(struct vmid_set *s, size_t i)
 {
+	vmid_close(s->v[i]);
 	free(s->v[i]);
 	s->v[i] = s->v[--s->n];
 }
@@ -615,17 +663,19 @@ const struct vmid *vmid_set_lookup(struct vmid_set *s, uint32_t pid)
 {
 	struct vmid id;
 
+	const struct vmid *e;
+
 	for (size_t i = 0; i < s->n; i++)
 		if (s->v[i]->pid == pid) {
-			uint64_t start = vmid_starttime(pid);
-
-			if (start && start == s->v[i]->start)
+			if (still_running(s->v[i]))
 				return s->v[i];
 			break;
 		}
 	if (!vmid_resolve(pid, &id))
 		return NULL;
-	return vmid_set_insert(s, &id);
+	if (!(e = vmid_set_insert(s, &id)))
+		vmid_close(&id);
+	return e;
 }
 
 void vmid_set_clear(struct vmid_set *s)

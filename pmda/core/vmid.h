@@ -45,6 +45,7 @@ enum vmid_vmm {
 struct vmid {
 	uint32_t pid;
 	uint64_t start;			/* /proc/<pid>/stat starttime: pid reuse */
+	int pidfd;			/* the process's pidfd + 1 (0: none), the set's */
 	enum vmid_vmm vmm;
 	bool named;			/* name is the VM's, not "<pid>" */
 	char base[VMID_NAME_MAX + 1];	/* sanitised name before uniqueness */
@@ -88,8 +89,10 @@ uint64_t vmid_parse_starttime(const char *text, size_t len);
 void vmid_set_name(struct vmid *id, const char *raw);
 
 /* Resolve pid from /proc: false when the process is gone. out->name is
- * the base name (no uniqueness yet). */
+ * the base name (no uniqueness yet); out->pidfd is the caller's to close
+ * (vmid_close) or to give to a set. */
 bool vmid_resolve(uint32_t pid, struct vmid *out);
+void vmid_close(struct vmid *id);
 /* The start time of pid now, 0 if gone. */
 uint64_t vmid_starttime(uint32_t pid);
 
@@ -110,7 +113,8 @@ bool vmid_same_bucket_prefix(const char *a, const char *b);
  * lookup, or NULL when out of memory. */
 const struct vmid *vmid_set_insert(struct vmid_set *s, const struct vmid *id);
 /* The identity of pid, resolved from /proc if new or if the process
- * changed (another start time), or NULL when gone. Valid as above. */
+ * exited (its pidfd readable; without one, another start time), or NULL
+ * when gone. Valid as above. */
 const struct vmid *vmid_set_lookup(struct vmid_set *s, uint32_t pid);
 void vmid_set_clear(struct vmid_set *s);
 

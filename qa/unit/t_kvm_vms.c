@@ -108,8 +108,11 @@ static void rd_set(uint32_t tgid, uint32_t tid, uint64_t ns)
 	rds[i] = (struct rd){ tgid, tid, ns };
 }
 
+static unsigned int rd_reads;
+
 static bool fake_run_delay(uint32_t tgid, uint32_t tid, uint64_t *ns)
 {
+	rd_reads++;
 	for (size_t i = 0; i < VIRT_ARRAY_SIZE(rds); i++)
 		if (rds[i].tid == tid && rds[i].tgid == tgid && proc_of(tgid)) {
 			*ns = rds[i].ns;
@@ -475,6 +478,20 @@ static void check_reattach(struct kvm_state *st)
 	CHECK(vm_rd(st, "web") == 2008 && vcpu_rd(st, "web/vcpu0") == 1808);
 }
 
+/* The scheduler hooks keep the thread's run delay in its slot (sched_rd,
+ * + 1): taken from there, no schedstat read; without it, schedstat. */
+static void check_sched_rd(struct kvm_state *st)
+{
+	slots[0].sched_rd = 20 + 1;
+	rd_reads = 0;
+	refresh(st);
+	CHECK(rd_reads == 0 && vm_rd(st, "web") == 2020 && vcpu_rd(st, "web/vcpu0") == 1820);
+	slots[0].sched_rd = 0;
+	rd_set(500, 501, 30);
+	refresh(st);
+	CHECK(rd_reads == 1 && vm_rd(st, "web") == 2030 && vcpu_rd(st, "web/vcpu0") == 1830);
+}
+
 int main(void)
 {
 	static struct kvm_state st;
@@ -486,5 +503,6 @@ int main(void)
 	check_reclaimed(&st);
 	check_restarted(&st);
 	check_reattach(&st);
+	check_sched_rd(&st);
 	return UNIT_DONE();
 }

@@ -7,6 +7,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* argv as /proc/<pid>/cmdline has it: each argument NUL-terminated */
@@ -358,6 +360,33 @@ static void check_resolve_self(void)
 	CHECK(strcmp(vmid_vmm_name(VMID_OTHER), "other") == 0);
 }
 
+/* A child from /proc, found again by its pidfd while it runs; once it
+ * exited, the same while it is a zombie (its stat's start time), gone
+ * once reaped. */
+static void check_exited_child(void)
+{
+	struct vmid_set s = { 0 };
+	const struct vmid *r;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	CHECK(pid > 0);
+	r = vmid_set_lookup(&s, (uint32_t)pid);
+	CHECK(r && r->pidfd > 0 && r->start == vmid_starttime((uint32_t)pid));
+	CHECK(vmid_set_lookup(&s, (uint32_t)pid) == r && s.n == 1);
+	kill(pid, SIGKILL);
+	while (waitid(P_PID, (id_t)pid, NULL, WEXITED | WNOWAIT) < 0)
+		;
+	CHECK(vmid_set_lookup(&s, (uint32_t)pid) == r && s.n == 1);
+	waitpid(pid, NULL, 0);
+	CHECK(vmid_set_lookup(&s, (uint32_t)pid) == NULL);
+	vmid_set_clear(&s);
+	CHECK(s.n == 0);
+}
+
 int main(void)
 {
 	check_qemu();
@@ -368,5 +397,6 @@ int main(void)
 	check_stat();
 	check_set();
 	check_resolve_self();
+	check_exited_child();
 	return UNIT_DONE();
 }
