@@ -661,9 +661,8 @@ const struct vmid *vmid_set_insert(struct vmid_set *s, const struct vmid *id)
 
 const struct vmid *vmid_set_lookup(struct vmid_set *s, uint32_t pid)
 {
-	struct vmid id;
-
 	const struct vmid *e;
+	struct vmid id;
 
 	for (size_t i = 0; i < s->n; i++)
 		if (s->v[i]->pid == pid) {
