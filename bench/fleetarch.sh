@@ -7,7 +7,8 @@
 # configuration (every default group, PCP's and ours) at -t 10 for
 # BENCH_FLEET_SAMPLES samples (default 60). Writes OUT.{0,meta,index},
 # OUT.config (the pmlogger configuration) and OUT.vms (the VMs' names as
-# the agent lists them).
+# the agent lists them). BENCH_FLEET_OPTIN=1: every virt/* group on, the
+# opt-in ones too (per-vCPU rows, histograms, KVM's statistics, ...).
 set -u
 out=${1:?usage: fleetarch.sh OUT}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,6 +18,12 @@ N=${BENCH_FLEET_VMS:-50} S=${BENCH_FLEET_SAMPLES:-60}
 
 pmcd_agent_install || exit 1
 pmlogconf -q $out.config > $work/pmlogconf.out 2>&1 || { cat $work/pmlogconf.out; exit 1; }
+if [ "${BENCH_FLEET_OPTIN:-0}" = 1 ]; then
+	# a group's control line "#+ group:y|n:...": on, then pmlogconf writes
+	# its metrics
+	sed -i 's|^\(#+ virt/[^:]*\):n:|\1:y:|' $out.config
+	pmlogconf -q $out.config > $work/pmlogconf.out 2>&1 || { cat $work/pmlogconf.out; exit 1; }
+fi
 echo "fleetarch: pmlogconf groups on: $(grep -c '^#+ .*:y:' $out.config)"
 
 nvms() { pminfo -f virt.kvm.vm.vcpus 2>/dev/null | grep -c 'inst \['; }

@@ -16,7 +16,8 @@ Each target is asked REPEAT times (default 1) and its median times kept
 (on a shared machine one request now and then waits for a CPU). Prints
 one line per target: panel id, cold ms, warm ms, series, instances,
 values (-1: pmproxy cut the reply short three times), the expression;
-then "variable" lines. Exit 1 when pmproxy answers with an error.
+then "variable" lines (the variables' requests; each request path's
+count and times over all targets). Exit 1 when pmproxy answers with an error.
 """
 import http.client
 import json
@@ -28,6 +29,7 @@ import urllib.parse
 
 BROKEN = []
 CONN = {}
+PATHS = {}      # path: [requests, total ms, max ms]
 
 
 def get(base, path, **params):
@@ -38,6 +40,19 @@ def get(base, path, **params):
     at most, as grafana-pcp's client"""
     host = urllib.parse.urlsplit(base).netloc
     query = urllib.parse.urlencode(params)
+    t0 = time.monotonic()
+    try:
+        return request(host, path, query)
+    finally:
+        ms = (time.monotonic() - t0) * 1000
+        st = PATHS.setdefault(path, [0, 0.0, 0.0])
+        st[0] += 1
+        st[1] += ms
+        st[2] = max(st[2], ms)
+
+
+def request(host, path, query):
+    """get()'s request, asked again on a reply cut short"""
     for attempt in range(3):
         if host not in CONN:
             CONN[host] = http.client.HTTPConnection(host, timeout=60)
@@ -112,6 +127,8 @@ def main():
             _, _, n, ninst, nval = runs[-1]
             print("%d %.1f %.1f %d %d %d %s" % (p["id"], cold, warm, n, ninst, nval, expr))
     print("variable broken_replies %d %s" % (len(BROKEN), " ".join(sorted(set(BROKEN)))))
+    for path, (n, total, top) in sorted(PATHS.items()):
+        print("variable requests %s: %d, %.0f ms in all, mean %.1f ms, max %.0f ms" % (path, n, total, total / n, top))
     for name in ("hostname", "vm_name"):
         vals, t = timed(get, base, "/series/labels", names=name)
         print("variable label_values(%s) %.1f ms, %d values" % (name, t, len(vals.get(name, []))))
